@@ -1,0 +1,30 @@
+"""egis: the Event and Goal Ingest Service. `create_app` is the only way to build it."""
+from typing import Any
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+
+def create_app(overrides: dict[str, Any] | None = None) -> Flask:
+    """Build the app; `overrides` (tests) win over the environment."""
+    from app import auth, cli, config, db, errors, limits, metrics, quota
+    from blueprints import BLUEPRINTS
+
+    app = Flask(__name__, instance_relative_config=True, static_folder=None)
+    config.load(app, overrides)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    app.json.sort_keys = False
+    hops = int(app.config["TRUSTED_PROXIES"])
+    if hops > 0:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+
+    db.init_app(app)
+    errors.init_app(app)
+    auth.init_app(app)
+    limits.init_app(app)
+    metrics.init_app(app)
+    cli.init_app(app)
+    app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    return app

@@ -1,0 +1,42 @@
+"""Configuration from the environment, in one place.
+
+`EGIS_*` variables are read with Flask's `from_prefixed_env` (values are parsed as JSON when they
+can be, so `EGIS_TRUSTED_PROXIES=1` is an int); `DATABASE_URL` is read as is.
+"""
+import os
+from typing import Any
+
+from flask import Flask
+
+DEFAULTS: dict[str, Any] = {
+    "KEY_PREFIX": "egis",
+    "RATELIMIT_STORAGE_URI": "memory://",
+    "RATELIMIT_HEADERS_ENABLED": True,  # Retry-After on 429 needs it
+    "RATELIMIT_STRATEGY": "fixed-window",
+    "RATE_LIMIT_KEY": "6000/minute",
+    "RATE_LIMIT_IP": "600/minute",
+    "RATE_LIMIT_VALIDATE": "60/minute",
+    "TRUSTED_PROXIES": 0,
+    "MAX_BODY_BYTES": 1_048_576,
+    "SAMPLE_RATE": 0.1,
+    # How long a looked-up key stays cached in a worker: a revoked key stops working within it.
+    "KEY_CACHE_SECONDS": 30,
+    # How long a worker trusts its cached view of a site's month usage before re-reading it.
+    "USAGE_CACHE_SECONDS": 5,
+    "DB_MAX_CONNECTIONS": 8,
+    "VERIFY_CRAWLERS": False,
+    "DNS_SERVER": "",
+    "DNS_TIMEOUT": 1.0,
+}
+
+
+def load(app: Flask, overrides: dict[str, Any] | None = None) -> None:
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_prefixed_env("EGIS")
+    app.config["DATABASE_URL"] = os.environ.get(
+        "DATABASE_URL", f"sqlite:///{os.path.join(app.instance_path, 'egis.sqlite3')}"
+    )
+    if overrides:
+        app.config.update(overrides)
+    app.config["WRITE_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}_"
+    app.config["SERVER_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}s_"

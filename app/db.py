@@ -1,0 +1,81 @@
+"""Binds the models' database handle: pooled PostgreSQL or SQLite, a connection per request."""
+import os
+from typing import Any
+
+from flask import Flask, current_app, request
+from peewee import Database, PostgresqlDatabase
+from playhouse.db_url import connect as connect_url
+
+from models import database
+
+# The JSON field type of models.base, per backend.
+_JSON_TYPES = {"postgresql": {"JSON": "JSONB"}, "sqlite": {"JSON": "TEXT"}}
+
+
+def make_database(url: str, max_connections: int = 8) -> Database:
+    """A Peewee database for a DATABASE_URL; PostgreSQL is always pooled."""
+    scheme, _, rest = url.partition("://")
+    if scheme in ("postgres", "postgresql"):
+        return connect_url(
+            f"postgresql+pool://{rest}",
+            autoconnect=False,
+            field_types=_JSON_TYPES["postgresql"],
+            max_connections=max_connections,
+            stale_timeout=300,
+            timeout=10,
+            connect_timeout=3,
+        )
+    if scheme == "sqlite":
+        path = rest[1:] if rest.startswith("/") else rest
+        if path and path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return connect_url(
+            url,
+            autoconnect=False,
+            field_types=_JSON_TYPES["sqlite"],
+            pragmas={"journal_mode": "wal", "busy_timeout": 10000, "foreign_keys": 1},
+        )
+    raise ValueError(f"DATABASE_URL must be postgresql://... or sqlite:///...; got {scheme!r}")
+
+
+def is_postgres() -> bool:
+    return isinstance(database.obj, PostgresqlDatabase)
+
+
+def without_database(view: Any) -> Any:
+    """Mark a view that must answer without a database connection (health, metrics)."""
+    view.without_database = True
+    return view
+
+
+def _open_connection() -> None:
+    view = current_app.view_functions.get(request.endpoint or "")
+    if request.method == "OPTIONS" or view is None or getattr(view, "without_database", False):
+        return
+    database.connect(reuse_if_open=True)
+
+
+def _close_connection(_exc: BaseException | None) -> None:
+    if not database.is_closed():
+        database.close()
+
+
+def init_app(app: Flask) -> None:
+    # Only configured here, never connected: gunicorn forks workers after the app is built.
+    database.initialize(
+        make_database(app.config["DATABASE_URL"], app.config["DB_MAX_CONNECTIONS"])
+    )
+    app.before_request(_open_connection)
+    app.teardown_appcontext(_close_connection)
+
+
+def release_connections() -> None:
+    """Close every pooled connection of this process (tests; shutdown)."""
+    target = database.obj
+    if target is None:
+        return
+    if not target.is_closed():
+        target.close()
+    close_all = getattr(target, "close_all", None)
+    if close_all is not None:
+        close_all()

@@ -1,0 +1,91 @@
+"""API keys: issuing, hashing and looking them up. Only SHA-256 digests are stored."""
+import base64
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from models import ApiKey, Site
+from models.api_key import SERVER, WRITE
+from models.site import utcnow
+
+HINT_LENGTH = 6  # characters of the random part shown in listings
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: str
+    record: ApiKey
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def kind_of(key: str, write_prefix: str, server_prefix: str) -> str | None:
+    """The kind a key's prefix announces (`egiss_` is not a write key, though it starts alike)."""
+    if key.startswith(server_prefix):
+        return SERVER
+    if key.startswith(write_prefix):
+        return WRITE
+    return None
+
+
+def issue(site: Site, kind: str, prefix: str) -> IssuedKey:
+    """Create a key for `site`; the returned plain key is shown once and never stored."""
+    secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+    key = f"{prefix}{secret}"
+    record = ApiKey.create(site=site, kind=kind, key_hash=hash_key(key),
+                           hint=f"{prefix}{secret[:HINT_LENGTH]}…")
+    return IssuedKey(key, record)
+
+
+def revoke(key: str) -> ApiKey | None:
+    record = ApiKey.get_or_none(ApiKey.key_hash == hash_key(key))
+    if record is not None and record.revoked_at is None:
+        record.revoked_at = utcnow()
+        record.save()
+    return record
+
+
+class KeyCache:
+    """Per-process cache of key lookups, so most requests spend no query on auth.
+
+    An entry lives `ttl` seconds: a revoked key (or a changed plan) takes effect within that.
+    Unknown keys are cached too, so a flood of bad keys does not reach the database.
+    """
+
+    def __init__(self, ttl: float, max_entries: int = 10_000) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._entries: dict[str, tuple[float, ApiKey | None]] = {}
+        self._lock = threading.Lock()
+
+    def lookup(self, key: str) -> ApiKey | None:
+        digest = hash_key(key)
+        now = time.monotonic()
+        entry = self._entries.get(digest)
+        if entry is not None and entry[0] > now:
+            return entry[1]
+        record = _load_active(digest)
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[digest] = (now + self.ttl, record)
+        return record
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _load_active(digest: str) -> ApiKey | None:
+    record = (ApiKey.select(ApiKey, Site).join(Site)
+              .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_null())
+              .get_or_none())
+    # The index found the row by digest; compare in constant time all the same.
+    if record is None or not hmac.compare_digest(record.key_hash, digest):
+        return None
+    return record

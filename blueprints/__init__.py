@@ -1,0 +1,4 @@
+"""One blueprint per surface of the API; the factory registers them in this order."""
+from blueprints import ops, validate
+
+BLUEPRINTS = (ops.bp, validate.bp)

@@ -1,0 +1,43 @@
+"""Operations: liveness, readiness, metrics and the OpenAPI document."""
+from flask import Blueprint, current_app, jsonify
+
+from app.db import without_database
+from app.errors import render
+from app.metrics import render_metrics
+from app.openapi import build_spec
+from models import database
+
+bp = Blueprint("ops", __name__)
+
+
+@bp.get("/healthz")
+@without_database
+def healthz():
+    return {"status": "ok"}
+
+
+@bp.get("/readyz")
+@without_database
+def readyz():
+    try:
+        with database.connection_context():
+            database.execute_sql("SELECT 1")
+    except Exception as error:  # any failure to reach the database means not ready
+        current_app.logger.warning("not ready: %s", type(error).__name__)
+        return render(503, "The database is unavailable.", {"Retry-After": "5"})
+    return {"status": "ready"}
+
+
+@bp.get("/metrics")
+@without_database
+def metrics():
+    return render_metrics()
+
+
+@bp.get("/api/openapi.json")
+@without_database
+def openapi_document():
+    spec = current_app.extensions.get("egis_openapi")
+    if spec is None:
+        spec = current_app.extensions["egis_openapi"] = build_spec(current_app)
+    return jsonify(spec)

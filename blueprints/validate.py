@@ -1,0 +1,61 @@
+"""GET /api/validate: is this tracking key good, and how is the site's quota?"""
+from flask import Blueprint, current_app, g
+from marshmallow import Schema, fields
+
+from app import quota
+from app.auth import require_key
+from app.errors import ApiError, render
+from app.limits import validate_per_ip
+from app.openapi import documented
+from models.api_key import SERVER, WRITE
+
+bp = Blueprint("validate", __name__)
+
+
+class QuotaSchema(Schema):
+    period = fields.String(required=True, metadata={"example": "2026-11"})
+    limit = fields.Integer(required=True)
+    used = fields.Integer(required=True)
+    remaining = fields.Integer(required=True)
+    sampling = fields.Boolean(required=True, metadata={
+        "description": "True once the quota is reached: events are sampled, not refused."})
+
+
+class ValidateSchema(Schema):
+    valid = fields.Boolean(required=True)
+    canTrack = fields.Boolean(metadata={"description": "False for a server key."})
+    plan = fields.String()
+    quota = fields.Nested(QuotaSchema)
+
+
+class InvalidKeySchema(Schema):
+    valid = fields.Boolean(required=True)
+    error = fields.String()
+
+
+@bp.get("/api/validate")
+@documented(
+    "Validate a key and report the site's quota",
+    responses={200: (ValidateSchema, "The key is valid."),
+               401: (InvalidKeySchema, "Missing, unknown or revoked key."),
+               429: (None, "Rate limited (per client IP).")},
+    tags=("keys",),
+)
+@require_key(WRITE, SERVER)
+@validate_per_ip
+def validate_key():
+    site = g.site
+    state = quota.status(site, current_app.extensions["egis_usage"])
+    return {
+        "valid": True,
+        "canTrack": g.key.kind == WRITE,
+        "plan": site.plan,
+        "quota": {"period": state.period, "limit": state.limit, "used": state.used,
+                  "remaining": state.remaining, "sampling": state.sampling},
+    }
+
+
+@bp.errorhandler(ApiError)
+def _key_error(error: ApiError):
+    # The spec's 401 body for this endpoint also says `valid: false`.
+    return render(error.status, error.message, error.headers, valid=False, **error.extra)

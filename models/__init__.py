@@ -1,0 +1,15 @@
+"""Peewee models. Tables are created and changed only by migrations (app/migrations)."""
+from models.api_key import ApiKey
+from models.base import BaseModel, JSONField, database
+from models.batch import Batch
+from models.crawl_hit import CrawlHit
+from models.event import Event
+from models.ingest_tally import IngestTally
+from models.server_event import ServerEvent
+from models.site import Site
+from models.usage import Usage
+
+ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally)
+
+__all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IngestTally",
+           "JSONField", "ServerEvent", "Site", "Usage", "database"]

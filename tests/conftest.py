@@ -1,0 +1,187 @@
+"""Test fixtures: a real database per session (PostgreSQL by default, SQLite on request).
+
+EGIS_TEST_DB=postgres (default) creates a fresh database `egis_test_<pid>` through
+EGIS_TEST_PG_ADMIN_URL (default postgresql://postgres@127.0.0.1:5432/postgres) and drops it at
+the end; EGIS_TEST_DB=sqlite uses a temporary file. Every test starts from empty tables.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+
+from app import create_app, keys
+from app.cli import upgrade_schema
+from app.db import release_connections
+from models import ALL_MODELS, Site, database
+from models.api_key import SERVER, WRITE
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKEND = os.environ.get("EGIS_TEST_DB", "postgres")
+PG_ADMIN_URL = os.environ.get("EGIS_TEST_PG_ADMIN_URL",
+                              "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"egis test database backend: {BACKEND}"
+
+
+def _admin(sql: str) -> None:
+    connection = psycopg2.connect(PG_ADMIN_URL)
+    connection.autocommit = True
+    try:
+        connection.cursor().execute(sql)
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if BACKEND == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'egis.sqlite3'}"
+        return
+    name = f"egis_test_{os.getpid()}"
+    _admin(f"DROP DATABASE IF EXISTS {name}")
+    _admin(f"CREATE DATABASE {name}")
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    release_connections()
+    _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def migrated(database_url: str) -> str:
+    create_app({"DATABASE_URL": database_url})
+    upgrade_schema()
+    release_connections()
+    return database_url
+
+
+def truncate_all() -> None:
+    with database.connection_context():
+        tables = [model._meta.table_name for model in ALL_MODELS]
+        if BACKEND == "sqlite":
+            for table in tables:
+                database.execute_sql(f'DELETE FROM "{table}"')
+        else:
+            database.execute_sql(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture
+def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
+    """Build an app on the test database; keyword overrides become config."""
+
+    def build(**overrides: Any):
+        return create_app({"DATABASE_URL": migrated, "TESTING": True, **overrides})
+
+    yield build
+    release_connections()
+    truncate_all()
+    release_connections()
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Any]):
+    return make_app()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@dataclass
+class SiteKeys:
+    site: Site
+    write_key: str
+    server_key: str
+
+    def write_headers(self, **extra: str) -> dict[str, str]:
+        return {"X-API-Key": self.write_key, **extra}
+
+    def server_headers(self, **extra: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.server_key}", **extra}
+
+
+@pytest.fixture
+def make_site(app) -> Callable[..., SiteKeys]:
+    """Create a site with one write and one server key, as `flask sites/keys create` would."""
+
+    def create(domain: str = "std.example", plan: str = "standard",
+               monthly_quota: int | None = None) -> SiteKeys:
+        with app.app_context(), database.connection_context():
+            site = Site.create(domain=domain, plan=plan, monthly_quota=monthly_quota)
+            write = keys.issue(site, WRITE, app.config["WRITE_KEY_PREFIX"]).key
+            server = keys.issue(site, SERVER, app.config["SERVER_KEY_PREFIX"]).key
+        return SiteKeys(site, write, server)
+
+    return create
+
+
+@pytest.fixture
+def std_site(make_site) -> SiteKeys:
+    return make_site("std.example", "standard")
+
+
+@pytest.fixture
+def free_site(make_site) -> SiteKeys:
+    return make_site("free.example", "free")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
+    """Start a real gunicorn on the test database; stopped by PID after the test."""
+    started: list[LiveServer] = []
+
+    def start(workers: int = 2, env: dict[str, str] | None = None) -> LiveServer:
+        port = free_port()
+        log_path = tmp_path / f"gunicorn-{port}.log"
+        process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-w", str(workers), "-b", f"127.0.0.1:{port}",
+             "--access-logfile", "-", "--error-logfile", "-", "wsgi:app"],
+            cwd=ROOT, env=process_env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
+        server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+        started.append(server)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{server.url}/healthz", timeout=1):
+                    return server
+            except OSError:
+                if process.poll() is not None:
+                    break
+                time.sleep(0.1)
+        raise RuntimeError(f"gunicorn did not start:\n{server.log()}")
+
+    yield start
+    for server in started:
+        server.process.terminate()
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
