@@ -11,7 +11,10 @@ cvv 2), lower-cased. A name is sensitive when
     "useremail", "newpassword", "cardnumber", "telephone", "csrftoken"), or
   * two adjacent tokens form one of `_SENSITIVE_PAIRS` ("social security", "security code").
 Values are sensitive when any string or integer in them looks like an e-mail address or a card
-number (13-19 digits passing Luhn). Field entries that cannot be vetted are dropped.
+number (13-19 digits passing Luhn). In a {"name": ..., "value": ...} entry, "id", "label",
+"type" and "autocomplete" are vetted like the name (type="email", autocomplete="cc-number"), and
+hidden inputs are dropped as the tracker does. Entries that cannot be vetted are dropped, and so
+is a `fields` property that is neither a list nor a dict.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 __all__ = [
     "MONEY_KEYS",
     "filter_form_fields",
+    "is_sensitive_field_name",
     "looks_like_card_number",
     "looks_like_email",
     "luhn_valid",
@@ -39,8 +43,9 @@ def strip_money(properties: dict[str, Any]) -> dict[str, Any]:
     try:
         if MONEY_KEYS.isdisjoint(map(str.lower, properties)):
             return properties
-    except TypeError:
-        pass  # a non-str key: JSON never produces one, but do not fail on it
+    except TypeError:  # a non-str key: JSON never produces one, but do not fail on it
+        if not any(map(_is_money_key, properties)):
+            return properties
     return {key: value for key, value in properties.items() if not _is_money_key(key)}
 
 
@@ -112,24 +117,25 @@ def _contains_personal_value(value: object) -> bool:
 
 # --- field names ------------------------------------------------------------------------------
 
+# Matched against whole tokens only: short words that also occur inside harmless words.
 _SENSITIVE_TOKENS = frozenset(
     {
         # passwords and one-time secrets
-        "password", "passwd", "pwd", "pass", "passphrase", "passe", "kennwort", "contrasena",
-        "contraseña", "token", "secret", "otp", "totp", "pin",
+        "pass", "passe", "kennwort", "contrasena", "contraseña", "secret", "otp", "totp", "pin",
         # e-mail
-        "email", "mail", "courriel", "correo",
+        "mail", "courriel", "correo",
         # phone
-        "phone", "tel", "telno", "telnr", "telnum", "telnumber", "mobile", "mobileno",
-        "mobilenr", "mobilenumber", "telefon", "telefono", "teléfono",
-        # payment card and bank
-        "card", "cc", "cvv", "cvc", "csc", "cvn", "iban",
+        "tel", "telno", "telnr", "telnum", "telnumber", "mobile", "mobileno", "mobilenr",
+        "mobilenumber", "teléfono",
+        # payment card
+        "card", "cc", "csc", "cvn",
         # national identifiers
         "ssn",
     }
 )  # fmt: skip
+# Matched anywhere inside a token: distinctive enough to find inside compound names.
 _SENSITIVE_STEMS = (
-    "passw",  # password, passwort, passwd
+    "passw",  # password, passwort, passwd, newpassword
     "pwd",
     "passphrase",
     "email",
@@ -158,6 +164,10 @@ _CAMEL_OR_DIGIT_BOUNDARY = re.compile(
 _NAME_SEPARATORS = re.compile(r"[\W_]+")
 
 
+# Stems contain no space, so searching the space-joined tokens never matches across two tokens.
+_SENSITIVE_STEM = re.compile("|".join(_SENSITIVE_STEMS))
+
+
 def _name_tokens(name: str) -> list[str]:
     spaced = _CAMEL_OR_DIGIT_BOUNDARY.sub(" ", name).lower()
     return [token for token in _NAME_SEPARATORS.split(spaced) if token]
@@ -166,9 +176,9 @@ def _name_tokens(name: str) -> list[str]:
 def is_sensitive_field_name(name: str) -> bool:
     """Whether a form field name says password, e-mail, phone, card, IBAN, SSN or token."""
     tokens = _name_tokens(name)
-    if any(token in _SENSITIVE_TOKENS for token in tokens):
+    if not _SENSITIVE_TOKENS.isdisjoint(tokens):
         return True
-    if any(stem in token for token in tokens for stem in _SENSITIVE_STEMS):
+    if _SENSITIVE_STEM.search(" ".join(tokens)):
         return True
     return any(pair in _SENSITIVE_PAIRS for pair in pairwise(tokens))
 
@@ -216,7 +226,8 @@ def _keep_named_value(name: object, value: object) -> bool:
 def _keep_field_object(entry: dict[str, Any]) -> bool:
     if not isinstance(entry.get("name"), str):
         return False
-    if str(entry.get("type", "")).lower() == _HIDDEN_TYPE:
+    field_type = entry.get("type")
+    if isinstance(field_type, str) and field_type.lower() == _HIDDEN_TYPE:
         return False
     for key in _DESCRIPTIVE_KEYS:
         described = entry.get(key)

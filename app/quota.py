@@ -8,6 +8,7 @@ its quota by what arrives within that window, the price of not reading the total
 import os
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -82,3 +83,12 @@ class QuotaStatus:
 def status(site: Site, cache: UsageCache, now: datetime | None = None) -> QuotaStatus:
     period = period_of(now or utcnow())
     return QuotaStatus(period=period, limit=site.quota, used=cache.used(site.id, period))
+
+
+def keeps_session(session_key: str, rate: float) -> bool:
+    """Session-consistent sampling: every worker keeps or drops the same sessions.
+
+    CRC-32 of the session id, scaled to [0, 1), against the rate: deterministic across processes
+    (unlike hash()), cheap, and uniform enough for sampling.
+    """
+    return zlib.crc32(session_key.encode("utf-8", "surrogatepass")) / 4_294_967_296 < rate

@@ -41,8 +41,8 @@ class InvalidKeySchema(Schema):
                429: (None, "Rate limited (per client IP).")},
     tags=("keys",),
 )
+@validate_per_ip  # counted before the key is checked: a flood of bad keys is limited too
 @require_key(WRITE, SERVER)
-@validate_per_ip
 def validate_key():
     site = g.site
     state = quota.status(site, current_app.extensions["egis_usage"])

@@ -28,6 +28,7 @@ class Event(BaseModel):
     properties = JSONField(null=True)
     client_ts = BigIntegerField(null=True)  # the event's own timestamp, epoch ms, as sent
     sent_ts = BigIntegerField(null=True)  # the batch timestamp, epoch ms, as sent
+    client_time_raw = CharField(max_length=64, null=True)  # a goal's client_timestamp, as sent
     occurred_at = DateTimeField()  # skew-corrected event time (UTC)
     received_at = DateTimeField()
     weight = FloatField(default=1.0)  # 1/sample rate once a site is over quota

@@ -20,7 +20,7 @@ import pytest
 
 from app import create_app, keys
 from app.cli import upgrade_schema
-from app.db import release_connections
+from app.db import make_database, release_connections
 from models import ALL_MODELS, Site, database
 from models.api_key import SERVER, WRITE
 
@@ -84,6 +84,9 @@ def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
 
     yield build
     release_connections()
+    # A test may have built an app on another database (closed port, proxy, throwaway): the
+    # models' handle is process-wide, so point it back at the test database before cleaning.
+    database.initialize(make_database(migrated))
     truncate_all()
     release_connections()
 

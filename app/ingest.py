@@ -1,0 +1,166 @@
+"""The tracking ingest domain: from a validated batch or goal to stored events.
+
+Rules (DESIGN.md, "The ingest contract"): plan gates, money stripped from properties, personal
+data filtered from form submissions, event time corrected for client clock skew, whole sessions
+sampled once a site is over its monthly quota, and a batch id stored at most once per site.
+"""
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app import quota, store, tally
+from app.privacy import sanitize_form_submit, strip_money
+from models import Site
+from models.ingest_tally import DUPLICATE, SAMPLED
+from models.site import utcnow
+
+EVENT_TYPES = ("pageview", "click", "form_submit", "scroll", "performance", "custom", "goal",
+               "error", "heartbeat")
+# Types that need the Standard plan or above.
+PAID_TYPES = frozenset({"performance", "error"})
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    count: int
+    duplicate: bool = False
+    sampled: bool = False
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"success": True, "count": self.count}
+        if self.sampled:
+            body["sampled"] = True
+        if self.duplicate:
+            body["duplicate"] = True
+        return body
+
+
+@dataclass(frozen=True)
+class SamplingDecision:
+    keep: bool
+    weight: float
+    sampling: bool = field(default=False)
+
+
+def restricted_types(site: Site, types: set[str]) -> list[str]:
+    """Event types in `types` the site's plan does not include."""
+    if site.is_paid:
+        return []
+    return sorted(types & PAID_TYPES)
+
+
+def occurred_at(received_at: datetime, sent_ms: float, event_ms: float) -> datetime:
+    """Skew-corrected event time: receive time minus how long before sending it happened.
+
+    Clamped to the receive time: an event cannot happen after it arrived.
+    """
+    delay_ms = max(float(sent_ms) - float(event_ms), 0.0)
+    return received_at - timedelta(milliseconds=delay_ms)
+
+
+def clean_properties(event_type: str, properties: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not properties:
+        return properties
+    properties = strip_money(properties)
+    if event_type == "form_submit":
+        properties = sanitize_form_submit(properties)
+    return properties
+
+
+def decide_sampling(site: Site, session_key: str | None, usage: quota.UsageCache,
+                    sample_rate: float, now: datetime) -> SamplingDecision:
+    state = quota.QuotaStatus(period=quota.period_of(now), limit=site.quota,
+                              used=usage.used(site.id, quota.period_of(now)))
+    if not state.sampling:
+        return SamplingDecision(keep=True, weight=1.0)
+    keep = session_key is not None and sample_rate > 0 and quota.keeps_session(session_key,
+                                                                              sample_rate)
+    return SamplingDecision(keep=keep, weight=1.0 / sample_rate if keep else 0.0, sampling=True)
+
+
+def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float) -> dict[str, Any]:
+    return {
+        "type": event["type"],
+        "name": event.get("name"),
+        "page_url": event.get("pageUrl"),
+        "page_title": event.get("pageTitle"),
+        "referrer": event.get("referrer"),
+        "properties": clean_properties(event["type"], event.get("properties")),
+        "client_ts": int(event["timestamp"]),
+        "occurred_at": occurred_at(received_at, sent_ms, event["timestamp"]),
+    }
+
+
+def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
+                 sample_rate: float) -> IngestResult:
+    """Store a validated, plan-checked batch; idempotent on the batch id."""
+    now = utcnow()
+    decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, now)
+    events = batch["events"]
+    rows = [event_row(e, now, batch["timestamp"]) for e in events] if decision.keep else []
+    period = quota.period_of(now)
+    stored = store.store(store.BatchRows(
+        site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
+        anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
+        sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
+        period=period, shard=quota.shard()))
+    if not stored:
+        tally.add(site.id, DUPLICATE)
+        return IngestResult(count=store.first_count(site.id, batch["id"]), duplicate=True,
+                            sampled=decision.sampling)
+    usage.add(site.id, period, len(rows))
+    if decision.sampling:
+        tally.add(site.id, SAMPLED, len(events) - len(rows))
+    return IngestResult(count=len(rows), sampled=decision.sampling)
+
+
+def parse_client_timestamp(raw: str | None) -> int | None:
+    """Epoch milliseconds from an ISO 8601 string or a string of epoch ms; None otherwise."""
+    if not raw:
+        return None
+    text = raw.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # no zone given: UTC, like every time we store
+    return int(moment.timestamp() * 1000)
+
+
+def goal_time(client_ms: int | None, received_at: datetime) -> datetime:
+    """When a goal happened: its own timestamp when it has one, never after it arrived."""
+    if client_ms is None:
+        return received_at
+    try:
+        moment = datetime.fromtimestamp(client_ms / 1000, UTC).replace(tzinfo=None)
+    except (OverflowError, OSError, ValueError):
+        return received_at
+    return min(moment, received_at)
+
+
+def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
+                sample_rate: float) -> IngestResult:
+    """Store a goal posted to /api/goals as an event of type `goal`."""
+    now = utcnow()
+    session_key = goal.get("session_id") or goal.get("anonymous_id")
+    decision = decide_sampling(site, session_key, usage, sample_rate, now)
+    period = quota.period_of(now)
+    if not decision.keep:
+        tally.add(site.id, SAMPLED)
+        return IngestResult(count=0, sampled=True)
+    raw_time = goal.get("client_timestamp")
+    client_ms = parse_client_timestamp(raw_time)
+    properties = strip_money(goal.get("metadata") or {}) or None
+    store.store(store.BatchRows(
+        site_id=site.id, batch_key=None, session_id=goal.get("session_id"),
+        anonymous_id=goal.get("anonymous_id"), user_id=None, sent_ts=None, received_at=now,
+        weight=decision.weight, period=period, shard=quota.shard(),
+        events=[{"type": "goal", "name": goal["goal_name"], "page_url": goal.get("page_url"),
+                 "page_title": goal.get("page_title"), "referrer": goal.get("referrer"),
+                 "properties": properties, "client_ts": client_ms,
+                 "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, now)}]))
+    usage.add(site.id, period, 1)
+    return IngestResult(count=1, sampled=decision.sampling)

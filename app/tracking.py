@@ -1,0 +1,51 @@
+"""What every tracking endpoint (events, goals) does before its own payload: the shared gate.
+
+Order: key -> Origin check -> rate limits -> bot filter, so a refused origin or a bot costs no
+body parsing, and the rate limits know which key and site they count against.
+"""
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from flask import g, request
+
+from app import crawlers, tally
+from app.auth import require_key
+from app.cors import check_origin
+from app.limits import per_ip, per_key
+from models.api_key import WRITE
+from models.ingest_tally import BOT
+
+
+def is_bot_request() -> bool:
+    """A browser request (it has an Origin) from a known bot or headless browser.
+
+    Backends send no Origin and are never bot-filtered: `python-requests` is not a visitor,
+    but it is not a fake one either.
+    """
+    return g.browser and crawlers.is_bot(request.headers.get("User-Agent", ""))
+
+
+def tracking_endpoint(bot_answer: Callable[[], dict[str, Any]]
+                      ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Guard a tracking view; a bot gets `bot_answer()` (200) and only the tally is stored."""
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @per_key
+        @per_ip
+        @wraps(view)
+        def limited(*args: Any, **kwargs: Any) -> Any:
+            if is_bot_request():
+                tally.add(g.site.id, BOT)
+                return bot_answer()
+            return view(*args, **kwargs)
+
+        @require_key(WRITE)
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            check_origin(g.site.domain)
+            return limited(*args, **kwargs)
+
+        return guarded
+
+    return decorate

@@ -1,0 +1,115 @@
+"""POST /api/events: a batch of 1 to 50 tracking events."""
+from typing import Any
+
+from flask import Blueprint, current_app, g
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
+
+from app import cors, ingest
+from app.bodies import json_object, raw_body
+from app.errors import ApiError
+from app.fields import MAX_EPOCH_MS, NUL_ESCAPE, Flag, JSONObject, Number, Text
+from app.openapi import documented
+from app.privacy import looks_like_email
+from app.tracking import tracking_endpoint
+from app.validation import FastLoader
+from models.ingest_tally import REJECTED_403_PLAN
+
+MAX_EVENTS = 50
+bp = Blueprint("events", __name__)
+cors.enable(bp)
+
+
+def not_an_email(value: str | None) -> None:
+    if value is not None and looks_like_email(value):
+        raise ValidationError("Must be an opaque user id, not an e-mail address.")
+
+
+epoch_ms = validate.Range(min=0, max=MAX_EPOCH_MS)
+
+
+class EventSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    type = Text(required=True, validate=validate.OneOf(ingest.EVENT_TYPES))
+    name = Text(allow_none=True, validate=validate.Length(max=128))
+    timestamp = Number(required=True, validate=epoch_ms,
+                       metadata={"description": "Epoch milliseconds."})
+    pageUrl = Text(required=True, validate=validate.Length(min=1, max=2048))
+    pageTitle = Text(allow_none=True, validate=validate.Length(max=1024))
+    referrer = Text(allow_none=True, validate=validate.Length(max=2048))
+    properties = JSONObject(allow_none=True)
+
+
+class BatchSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    id = Text(required=True, validate=validate.Length(min=1, max=128),
+              metadata={"description": "Batch id, unique per site: a resend is not stored twice."})
+    sessionId = Text(required=True, validate=validate.Length(min=1, max=128))
+    anonymousId = Text(required=True, validate=validate.Length(min=1, max=128))
+    userId = Text(allow_none=True, validate=[validate.Length(min=1, max=128), not_an_email],
+                  metadata={"description": "The id given to identify(); never an e-mail."})
+    timestamp = Number(required=True, validate=epoch_ms,
+                       metadata={"description": "When the batch was sent, epoch ms."})
+    compressed = Flag(allow_none=True)
+    fingerprint = JSONObject(allow_none=True)
+    events = fields.List(fields.Nested(EventSchema), required=True,
+                         validate=validate.Length(min=1, max=MAX_EVENTS))
+
+
+class IngestResponseSchema(Schema):
+    success = fields.Boolean(required=True)
+    count = fields.Integer(required=True, metadata={"description": "Events stored."})
+    sampled = fields.Boolean(metadata={"description": "Over quota: whole sessions sampled."})
+    duplicate = fields.Boolean(metadata={"description": "This batch id was already stored."})
+    bot = fields.Boolean(metadata={"description": "A bot's browser request: nothing stored."})
+
+
+class PlanRestrictedSchema(Schema):
+    error = fields.String(required=True)
+    restrictedTypes = fields.List(fields.String(), required=True)
+
+
+def _extra_rules_hold(batch: dict[str, Any]) -> bool:
+    """The schema's rules that its JSON Schema form cannot carry (see app.validation)."""
+    user_id = batch.get("userId")
+    if isinstance(user_id, str) and looks_like_email(user_id):
+        return False
+    return not any(JSONObject.problem(event.get("properties")) for event in batch["events"])
+
+
+LOADER = FastLoader(BatchSchema, _extra_rules_hold)
+
+
+def refuse_restricted_types(types: set[str]) -> None:
+    restricted = ingest.restricted_types(g.site, types)
+    if restricted:
+        raise ApiError(403, f"Event types {', '.join(restricted)} need the Standard plan or "
+                            f"above; this site is on the {g.site.plan} plan. Nothing was stored.",
+                       tally_reason=REJECTED_403_PLAN, restrictedTypes=restricted)
+
+
+@bp.post("/api/events")
+@documented(
+    "Ingest a batch of 1 to 50 events",
+    body=BatchSchema,
+    responses={200: (IngestResponseSchema, "Stored (or sampled, duplicate, or a bot)."),
+               400: (None, "Invalid payload; nothing stored."),
+               401: (None, "Missing or invalid key."),
+               403: (PlanRestrictedSchema, "Plan restriction or foreign Origin."),
+               413: (None, "Body too large."), 415: (None, "Not JSON."),
+               429: (None, "Rate limited.")},
+    tags=("tracking",),
+)
+@tracking_endpoint(lambda: {"success": True, "count": 0, "bot": True})
+def post_events():
+    body = raw_body()
+    # NUL in any string: let marshmallow find and name the field.
+    batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
+    refuse_restricted_types({event["type"] for event in batch["events"]})
+    result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
+                                 current_app.config["SAMPLE_RATE"])
+    return result.body()
+

@@ -1,0 +1,58 @@
+"""POST /api/goals: one conversion goal, stored as an event of type `goal`."""
+from flask import Blueprint, current_app, g
+from marshmallow import EXCLUDE, Schema, fields, validate
+
+from app import cors, ingest
+from app.bodies import json_object, raw_body
+from app.fields import JSONObject, Text
+from app.openapi import documented
+from app.tracking import tracking_endpoint
+
+bp = Blueprint("goals", __name__)
+cors.enable(bp)
+
+
+class GoalSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    goal_name = Text(required=True, validate=validate.Length(min=1, max=64))
+    metadata = JSONObject(allow_none=True)
+    anonymous_id = Text(allow_none=True, validate=validate.Length(max=128))
+    session_id = Text(allow_none=True, validate=validate.Length(max=128))
+    page_url = Text(allow_none=True, validate=validate.Length(max=2048))
+    page_title = Text(allow_none=True, validate=validate.Length(max=1024))
+    referrer = Text(allow_none=True, validate=validate.Length(max=2048))
+    client_timestamp = Text(allow_none=True, validate=validate.Length(max=64), metadata={
+        "description": "ISO 8601 or epoch ms as a string; other text is kept as sent."})
+
+
+class GoalResponseSchema(Schema):
+    success = fields.Boolean(required=True)
+    sampled = fields.Boolean(metadata={"description": "Over quota: sessions are sampled."})
+    bot = fields.Boolean(metadata={"description": "A bot's browser request: nothing stored."})
+
+
+GOAL_SCHEMA = GoalSchema()
+
+
+@bp.post("/api/goals")
+@documented(
+    "Record a conversion goal",
+    body=GoalSchema,
+    responses={200: (GoalResponseSchema, "Stored (or sampled at quota)."),
+               400: (None, "Invalid payload; nothing stored."),
+               401: (None, "Missing or invalid key."),
+               403: (None, "Foreign Origin."), 413: (None, "Body too large."),
+               415: (None, "Not JSON."), 429: (None, "Rate limited.")},
+    tags=("tracking",),
+)
+@tracking_endpoint(lambda: {"success": True, "bot": True})
+def post_goal():
+    goal = GOAL_SCHEMA.load(json_object(raw_body()))
+    result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
+                                current_app.config["SAMPLE_RATE"])
+    body = {"success": True}
+    if result.sampled:
+        body["sampled"] = True
+    return body

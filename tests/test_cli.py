@@ -1,0 +1,249 @@
+"""The operator's CLI (DESIGN.md "CLI"): sites, keys, and what a key looks like once issued."""
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+
+from models import ApiKey, Site, database
+from tests.conftest import ROOT
+
+WRITE_KEY = re.compile(r"^egis_[A-Za-z0-9_-]{43}$")
+SERVER_KEY = re.compile(r"^egiss_[A-Za-z0-9_-]{43}$")
+
+
+@pytest.fixture
+def cli(app):
+    runner = app.test_cli_runner()
+
+    def invoke(*args: str):
+        return runner.invoke(args=list(args))
+
+    return invoke
+
+
+def ok(result) -> str:
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def fails_with_one_line(result, needle: str) -> str:
+    assert result.exit_code != 0, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+    return lines[0]
+
+
+def site_row(app, domain: str) -> Site:
+    with app.app_context(), database.connection_context():
+        return Site.get(Site.domain == domain)
+
+
+# --- sites ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("plan", "quota"), [
+    (None, 100_000), ("free", 100_000), ("standard", 1_000_000), ("pro", 10_000_000),
+])
+def test_sites_create_uses_the_plans_default_quota(app, cli, plan, quota):
+    args = ["sites", "create", "shop.example"] + (["--plan", plan] if plan else [])
+    out = ok(cli(*args))
+    assert out.strip() == f"shop.example\tplan={plan or 'free'}\tmonthly_quota={quota}"
+    site = site_row(app, "shop.example")
+    assert site.plan == (plan or "free")
+    assert site.monthly_quota is None  # follows the plan until overridden
+    assert site.quota == quota
+
+
+def test_sites_create_with_monthly_quota_overrides_the_plan(app, cli):
+    out = ok(cli("sites", "create", "Shop.Example.", "--plan", "pro", "--monthly-quota", "5000"))
+    assert "monthly_quota=5000" in out
+    site = site_row(app, "shop.example")  # normalized: lower case, no trailing dot
+    assert (site.plan, site.quota) == ("pro", 5000)
+
+
+def test_sites_create_duplicate_domain_fails_with_one_clear_line(app, cli):
+    ok(cli("sites", "create", "dup.example"))
+    line = fails_with_one_line(cli("sites", "create", "DUP.example"), "already exists")
+    assert "dup.example" in line
+    with app.app_context(), database.connection_context():
+        assert Site.select().count() == 1
+
+
+@pytest.mark.parametrize("domain", ["not a domain", "http://x.example/path", " "])
+def test_sites_create_rejects_what_is_not_a_domain(cli, domain):
+    fails_with_one_line(cli("sites", "create", domain), "not a domain name")
+
+
+def test_sites_create_rejects_an_unknown_plan(cli):
+    result = cli("sites", "create", "x.example", "--plan", "gold")
+    assert result.exit_code == 2  # click usage error
+    assert "gold" in result.output
+
+
+def test_sites_update_plan_and_quota(app, cli):
+    ok(cli("sites", "create", "up.example"))
+    out = ok(cli("sites", "update", "up.example", "--plan", "standard"))
+    assert out.strip() == "up.example\tplan=standard\tmonthly_quota=1000000"
+    out = ok(cli("sites", "update", "up.example", "--monthly-quota", "42"))
+    assert out.strip() == "up.example\tplan=standard\tmonthly_quota=42"
+    site = site_row(app, "up.example")
+    assert (site.plan, site.monthly_quota, site.quota) == ("standard", 42, 42)
+
+
+def test_sites_update_unknown_site_fails_with_one_clear_line(cli):
+    fails_with_one_line(cli("sites", "update", "nope.example", "--plan", "pro"), "nope.example")
+
+
+def test_sites_list(cli):
+    assert ok(cli("sites", "list")) == ""
+    ok(cli("sites", "create", "b.example", "--plan", "standard"))
+    ok(cli("sites", "create", "a.example", "--monthly-quota", "7"))
+    assert ok(cli("sites", "list")).splitlines() == [
+        "a.example\tplan=free\tmonthly_quota=7",
+        "b.example\tplan=standard\tmonthly_quota=1000000",
+    ]
+
+
+# --- keys ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "pattern"), [("write", WRITE_KEY), ("server", SERVER_KEY)])
+def test_keys_create_prints_the_key_alone_on_the_last_line(app, cli, kind, pattern):
+    ok(cli("sites", "create", "k.example"))
+    out = ok(cli("keys", "create", "k.example", "--kind", kind))
+    key = out.splitlines()[-1]
+    assert pattern.match(key), out
+    # 43 base64url characters are exactly 32 random bytes.
+    import base64
+    assert len(base64.urlsafe_b64decode(key.split("_", 1)[1] + "=")) == 32
+    with app.app_context(), database.connection_context():
+        record = ApiKey.get()
+        assert record.kind == kind
+        assert record.site.domain == "k.example"
+
+
+def test_keys_are_stored_only_as_sha256(app, cli):
+    ok(cli("sites", "create", "k.example"))
+    issued = [ok(cli("keys", "create", "k.example", "--kind", kind)).splitlines()[-1]
+              for kind in ("write", "server", "write")]
+    assert len(set(issued)) == 3  # random
+    with app.app_context(), database.connection_context():
+        columns = [f.column_name for f in ApiKey._meta.sorted_fields]
+        rows = list(ApiKey.select().tuples())
+    assert len(rows) == 3
+    stored = " ".join(str(value) for row in rows for value in row)
+    for key in issued:
+        secret = key.split("_", 1)[1]
+        assert key not in stored
+        assert secret not in stored
+        assert secret[:12] not in stored  # the hint shows a few characters at most
+    digests = {row[columns.index("key_hash")] for row in rows}
+    assert digests == {hashlib.sha256(key.encode()).hexdigest() for key in issued}
+
+
+def test_keys_create_for_unknown_site_fails(cli):
+    fails_with_one_line(cli("keys", "create", "nope.example", "--kind", "write"), "nope.example")
+
+
+def test_keys_create_requires_a_kind(cli):
+    ok(cli("sites", "create", "k.example"))
+    assert cli("keys", "create", "k.example").exit_code == 2
+    assert cli("keys", "create", "k.example", "--kind", "admin").exit_code == 2
+
+
+def test_keys_list_never_shows_a_whole_key(cli):
+    ok(cli("sites", "create", "k.example"))
+    write = ok(cli("keys", "create", "k.example", "--kind", "write")).splitlines()[-1]
+    server = ok(cli("keys", "create", "k.example", "--kind", "server")).splitlines()[-1]
+    ok(cli("keys", "revoke", server))
+    lines = ok(cli("keys", "list", "k.example")).splitlines()
+    assert len(lines) == 2
+    text = "\n".join(lines)
+    for key in (write, server):
+        assert key not in text
+        assert key.split("_", 1)[1] not in text
+    write_line = next(line for line in lines if "\twrite\t" in line)
+    server_line = next(line for line in lines if "\tserver\t" in line)
+    assert write_line.startswith(write[:8])  # a recognizable hint: prefix + a few characters
+    assert "\tactive\t" in write_line
+    assert "\trevoked " in server_line
+
+
+def test_keys_list_unknown_site_fails(cli):
+    fails_with_one_line(cli("keys", "list", "nope.example"), "nope.example")
+
+
+def test_keys_revoke_then_the_key_is_refused(make_app):
+    app = make_app(KEY_CACHE_SECONDS=0)
+    runner = app.test_cli_runner()
+    ok(runner.invoke(args=["sites", "create", "r.example"]))
+    key = ok(runner.invoke(args=["keys", "create", "r.example", "--kind", "write"])).splitlines()[-1]
+    client = app.test_client()
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 200
+    out = ok(runner.invoke(args=["keys", "revoke", key]))
+    assert out.startswith("Revoked ")
+    assert key not in out
+    response = client.get("/api/validate", headers={"X-API-Key": key})
+    assert response.status_code == 401
+    assert response.get_json()["valid"] is False
+    # Revoking twice is harmless; the key stays revoked.
+    ok(runner.invoke(args=["keys", "revoke", key]))
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_keys_revoke_unknown_key_fails(cli):
+    fails_with_one_line(cli("keys", "revoke", "egis_" + "A" * 43), "no such key")
+
+
+def test_revocation_takes_effect_within_the_key_cache_ttl(make_app, monkeypatch):
+    """KEY_CACHE_SECONDS (default 30) is how long a worker may still accept a revoked key."""
+    import app.keys as keys_module
+
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(keys_module, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
+    app = make_app(KEY_CACHE_SECONDS=30)
+    runner = app.test_cli_runner()
+    ok(runner.invoke(args=["sites", "create", "ttl.example"]))
+    key = ok(runner.invoke(args=["keys", "create", "ttl.example", "--kind", "write"])
+             ).splitlines()[-1]
+    client = app.test_client()
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 200  # cached
+    ok(runner.invoke(args=["keys", "revoke", key]))
+    clock.now += 29
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 200
+    clock.now += 2  # past the TTL: looked up again, found revoked
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 401
+    # A fresh worker (new app, empty cache) refuses it at once.
+    assert make_app().test_client().get(
+        "/api/validate", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_flask_command_finds_wsgi_by_itself(migrated, make_app, tmp_path):
+    """The real `flask` entry point, as an operator runs it from the repository root."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "EGIS_"))}
+    env["DATABASE_URL"] = migrated
+
+    def flask(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "flask", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    upgrade = flask("db", "upgrade")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert upgrade.stdout.strip() == "Schema is up to date."
+    created = flask("sites", "create", "cli.example", "--plan", "standard")
+    assert created.returncode == 0, created.stderr
+    issued = flask("keys", "create", "cli.example", "--kind", "write")
+    assert issued.returncode == 0, issued.stderr
+    key = issued.stdout.splitlines()[-1]
+    assert WRITE_KEY.match(key)
+    duplicate = flask("sites", "create", "cli.example")
+    assert duplicate.returncode == 1
+    assert duplicate.stderr.strip().splitlines() == [
+        "Error: a site with domain 'cli.example' already exists."]
+    response = make_app().test_client().get("/api/validate", headers={"X-API-Key": key})
+    assert response.status_code == 200
+    assert response.get_json()["plan"] == "standard"
