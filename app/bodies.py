@@ -32,7 +32,12 @@ def raw_body() -> bytes:
     if mimetype != "application/json" and not mimetype.endswith("+json"):
         raise ApiError(415, "The request body must be JSON: send Content-Type: application/json.")
     limit = current_app.config["MAX_BODY_BYTES"]
-    body = request.get_data(cache=False)  # Werkzeug answers 413 above MAX_CONTENT_LENGTH
+    # Werkzeug answers 413 when Content-Length is over its maximum, but a chunked body (no
+    # Content-Length) is silently cut at that maximum: read one byte more to tell the two apart.
+    request.max_content_length = limit + 1
+    body = request.get_data(cache=False)
+    if len(body) > limit:
+        raise _too_large(limit)
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
         return body

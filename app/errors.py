@@ -6,6 +6,7 @@ from flask import Flask, Response, g, jsonify
 from flask_limiter.errors import RateLimitExceeded
 from marshmallow import ValidationError
 from peewee import InterfaceError, OperationalError
+from playhouse.pool import MaxConnectionsExceeded
 from werkzeug.exceptions import HTTPException
 
 from app import tally
@@ -118,4 +119,6 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(OperationalError, _database_unavailable)
     app.register_error_handler(InterfaceError, _database_unavailable)
+    # Every pooled connection busy for the pool's whole wait: unavailable, not a server bug.
+    app.register_error_handler(MaxConnectionsExceeded, _database_unavailable)
     app.register_error_handler(Exception, _unexpected)

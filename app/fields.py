@@ -1,10 +1,14 @@
 """marshmallow fields with the strictness the ingest contract needs, shared by every schema."""
+from decimal import Decimal
 from typing import Any
 
 import orjson
 from marshmallow import ValidationError, fields
 
 MAX_PROPERTIES_BYTES = 16 * 1024
+# Levels of objects and arrays in a free-form object. orjson cannot write more than 254 at all,
+# and the store wraps properties in two more levels (the event, the list of events).
+MAX_JSON_DEPTH = 64
 MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01: anything later is a unit mistake
 NUL_ESCAPE = b"\\u0000"  # how NUL appears in JSON text
 
@@ -28,19 +32,42 @@ class Number(fields.Float):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` has more than `limit` levels of objects and arrays (iteratively)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, depth + 1) for child in children
+                       if isinstance(child, (dict, list)))
+    return False
+
+
 class JSONObject(fields.Dict):
-    """A free-form JSON object, at most MAX_PROPERTIES_BYTES serialized, without NUL."""
+    """A free-form JSON object, at most MAX_PROPERTIES_BYTES serialized and MAX_JSON_DEPTH
+    levels deep, without NUL."""
+
+    TOO_DEEP = f"Nested too deeply: at most {MAX_JSON_DEPTH} levels of objects and arrays."
 
     @staticmethod
     def problem(value: Any) -> str | None:
         """Why `value` (already a JSON object or None) is not acceptable, or None."""
         if value is None:
             return None
-        encoded = orjson.dumps(value)
+        try:
+            encoded = orjson.dumps(value)
+        except orjson.JSONEncodeError:  # deeper than orjson writes: never storable
+            return JSONObject.TOO_DEEP
         if len(encoded) > MAX_PROPERTIES_BYTES:
             return f"Too large: at most {MAX_PROPERTIES_BYTES} bytes as JSON, got {len(encoded)}."
         if NUL_ESCAPE in encoded:
             return "NUL characters are not allowed."
+        # Counting brackets (in C) bounds the depth; walk the value only when it might be deep.
+        if (encoded.count(b"{") + encoded.count(b"[") > MAX_JSON_DEPTH
+                and nesting_exceeds(value, MAX_JSON_DEPTH)):
+            return JSONObject.TOO_DEEP
         return None
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict:
@@ -58,3 +85,43 @@ class Flag(fields.Boolean):
         if not isinstance(value, bool):
             raise ValidationError("Not a valid boolean (true or false is required).")
         return value
+
+
+class ExactNumber(fields.Decimal):
+    """A JSON number read exactly, as `json_object_exact` gives it: an int or a Decimal.
+
+    Not a float (inexact: the body was parsed the wrong way), not a boolean, not a string.
+    """
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Decimal:
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            raise ValidationError("Not a valid number (a JSON number is required).")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer written as one: not 12.5, not 12.0, not 1e3, not "12", not true."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError("Not a valid integer (a JSON integer such as 1999 is required).")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+def _decimal_as_float(value: Any) -> float:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError
+
+
+class ExactJSONObject(JSONObject):
+    """A JSONObject from a body read by `json_object_exact`: its Decimals become floats, as
+    `json_object` would have parsed them (free-form properties are not money)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict:
+        if isinstance(value, dict):
+            try:
+                value = orjson.loads(orjson.dumps(value, default=_decimal_as_float))
+            except orjson.JSONEncodeError:  # deeper than orjson writes
+                raise ValidationError(JSONObject.TOO_DEEP) from None
+        return super()._deserialize(value, attr, data, **kwargs)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app import quota, store, tally
+from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
@@ -68,9 +69,8 @@ def clean_properties(event_type: str, properties: dict[str, Any] | None) -> dict
 
 
 def decide_sampling(site: Site, session_key: str | None, usage: quota.UsageCache,
-                    sample_rate: float, now: datetime) -> SamplingDecision:
-    state = quota.QuotaStatus(period=quota.period_of(now), limit=site.quota,
-                              used=usage.used(site.id, quota.period_of(now)))
+                    sample_rate: float, period: str) -> SamplingDecision:
+    state = quota.QuotaStatus(period=period, limit=site.quota, used=usage.used(site.id, period))
     if not state.sampling:
         return SamplingDecision(keep=True, weight=1.0)
     keep = session_key is not None and sample_rate > 0 and quota.keeps_session(session_key,
@@ -95,10 +95,10 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
                  sample_rate: float) -> IngestResult:
     """Store a validated, plan-checked batch; idempotent on the batch id."""
     now = utcnow()
-    decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, now)
+    period = quota.period_of(now)
+    decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, period)
     events = batch["events"]
     rows = [event_row(e, now, batch["timestamp"]) for e in events] if decision.keep else []
-    period = quota.period_of(now)
     stored = store.store(store.BatchRows(
         site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
@@ -119,15 +119,18 @@ def parse_client_timestamp(raw: str | None) -> int | None:
     if not raw:
         return None
     text = raw.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)  # no zone given: UTC, like every time we store
-    return int(moment.timestamp() * 1000)
+    if text.isascii() and text.isdigit():  # not "²" or other Unicode digits int() refuses
+        millis = int(text)
+    else:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)  # no zone given: UTC, like every time we store
+        millis = int(moment.timestamp() * 1000)
+    # The range event timestamps are held to; beyond it (or a bigint) is no believable time.
+    return millis if 0 <= millis <= MAX_EPOCH_MS else None
 
 
 def goal_time(client_ms: int | None, received_at: datetime) -> datetime:
@@ -145,9 +148,9 @@ def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
                 sample_rate: float) -> IngestResult:
     """Store a goal posted to /api/goals as an event of type `goal`."""
     now = utcnow()
-    session_key = goal.get("session_id") or goal.get("anonymous_id")
-    decision = decide_sampling(site, session_key, usage, sample_rate, now)
     period = quota.period_of(now)
+    session_key = goal.get("session_id") or goal.get("anonymous_id")
+    decision = decide_sampling(site, session_key, usage, sample_rate, period)
     if not decision.keep:
         tally.add(site.id, SAMPLED)
         return IngestResult(count=0, sampled=True)

@@ -4,6 +4,7 @@ A view declares what it takes and answers with `@documented(...)`; `build_spec` 
 map, so a new endpoint appears in /api/openapi.json by decorating it, not by editing this file.
 """
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from apispec import APISpec
@@ -91,4 +92,16 @@ def build_spec(app: Flask) -> dict[str, Any]:
             paths.setdefault(path, {})[method.lower()] = _operation(view)
     for path, operations in sorted(paths.items()):
         spec.path(path=path, operations=operations)
-    return spec.to_dict()
+    return _plain_numbers(spec.to_dict())
+
+
+def _plain_numbers(node: Any) -> Any:
+    """Decimal bounds (a fields.Decimal's Range) as JSON numbers: Flask writes a Decimal as a
+    string, and `"maximum": "100"` is not valid OpenAPI."""
+    if isinstance(node, Decimal):
+        return int(node) if node == node.to_integral_value() else float(node)
+    if isinstance(node, dict):
+        return {key: _plain_numbers(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_plain_numbers(value) for value in node]
+    return node

@@ -77,6 +77,8 @@ def _extra_rules_hold(batch: dict[str, Any]) -> bool:
     user_id = batch.get("userId")
     if isinstance(user_id, str) and looks_like_email(user_id):
         return False
+    if JSONObject.problem(batch.get("fingerprint")):
+        return False
     return not any(JSONObject.problem(event.get("properties")) for event in batch["events"])
 
 

@@ -69,10 +69,14 @@ def truncate_all() -> None:
     with database.connection_context():
         tables = [model._meta.table_name for model in ALL_MODELS]
         if BACKEND == "sqlite":
-            for table in tables:
+            for table in reversed(tables):
                 database.execute_sql(f'DELETE FROM "{table}"')
         else:
-            database.execute_sql(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+            # DELETE and a sequence reset: on these few rows, ~1 ms where TRUNCATE takes 25-100.
+            deletes = "".join(f'DELETE FROM "{table}";' for table in reversed(tables))
+            resets = ", ".join(f"setval(pg_get_serial_sequence('\"{table}\"', 'id'), 1, false)"
+                               for table in tables)
+            database.execute_sql(f"{deletes} SELECT {resets}")
 
 
 @pytest.fixture

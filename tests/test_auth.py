@@ -33,8 +33,17 @@ class AuthRoute:
         return f"{self.method} {self.path}"
 
 
+NOW_MS = 1_780_000_000_000
+BATCH = {"id": "auth-matrix-1", "sessionId": "s1", "anonymousId": "a1", "timestamp": NOW_MS,
+         "events": [{"type": "pageview", "timestamp": NOW_MS, "pageUrl": "https://std.example/"}]}
+
 ROUTES = [
     AuthRoute("GET", "/api/validate", (WRITE, SERVER)),
+    AuthRoute("POST", "/api/events", (WRITE,), body=BATCH),
+    AuthRoute("POST", "/api/goals", (WRITE,), body={"goal_name": "signup"}),
+    AuthRoute("POST", "/api/server/events", (SERVER,), body={"eventName": "signup"}),
+    AuthRoute("POST", "/api/crawl/report", (SERVER,), ok_status=204,
+              body={"path": "/pricing", "userAgent": "Mozilla/5.0 (compatible; GPTBot/1.2)"}),
 ]
 
 UNKNOWN_WRITE = "egis_" + "A" * 43
@@ -83,6 +92,11 @@ CASES = [
 ]
 
 
+# Cases in which no key is presented at all (as opposed to an unknown one).
+MISSING = {"missing", "empty-x-api-key", "bearer-without-token", "bearer-blank-token",
+           "no-scheme", "basic-scheme", "token-scheme"}
+
+
 def expected_status(route: AuthRoute, case: Case) -> int:
     if case.presents is None:
         return 401  # missing, malformed, unknown or revoked
@@ -95,8 +109,7 @@ def expected_status(route: AuthRoute, case: Case) -> int:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("route", ROUTES, ids=str)
-def test_auth_matrix(make_app, std_site, route: AuthRoute, case: Case):
-    app = make_app()
+def test_auth_matrix(app, std_site, route: AuthRoute, case: Case):
     headers = case.headers(std_site)
     if case.revoke_first:
         with app.app_context(), database.connection_context():
@@ -104,15 +117,18 @@ def test_auth_matrix(make_app, std_site, route: AuthRoute, case: Case):
     response = app.test_client().open(route.path, method=route.method, json=route.body,
                                       headers={**route.headers, **headers})
     assert response.status_code == expected_status(route, case), response.get_data(True)
+    if response.status_code == 204:
+        assert response.get_data() == b""
+        return
     assert response.mimetype == "application/json"
     body = response.get_json()
     if response.status_code in (401, 403):
         assert isinstance(body["error"], str) and body["error"]
         assert set(body) <= {"error", "valid"}
     if response.status_code == 401:
-        wording = "Missing API key" if case.name in {
-            "missing", "empty-x-api-key", "bearer-without-token", "bearer-blank-token",
-            "no-scheme", "basic-scheme", "token-scheme"} else "Invalid API key"
+        only_x_api_key = "X-API-Key" in headers and "Authorization" not in headers
+        missing = case.name in MISSING or (only_x_api_key and not route.reads_x_api_key)
+        wording = "Missing API key" if missing else "Invalid API key"
         assert body["error"].startswith(wording), body
 
 

@@ -181,7 +181,8 @@ def test_keys_revoke_then_the_key_is_refused(make_app):
     app = make_app(KEY_CACHE_SECONDS=0)
     runner = app.test_cli_runner()
     ok(runner.invoke(args=["sites", "create", "r.example"]))
-    key = ok(runner.invoke(args=["keys", "create", "r.example", "--kind", "write"])).splitlines()[-1]
+    issued = ok(runner.invoke(args=["keys", "create", "r.example", "--kind", "write"]))
+    key = issued.splitlines()[-1]
     client = app.test_client()
     assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 200
     out = ok(runner.invoke(args=["keys", "revoke", key]))

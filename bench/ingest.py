@@ -1,0 +1,124 @@
+"""Ingest benchmark: a real gunicorn + PostgreSQL, loaded by wrk, on this machine.
+
+    python bench/ingest.py [--workers N] [--duration 20] [--connections 16]
+
+Creates a throwaway database (egis_bench), a site with an unlimited quota and a write key,
+starts gunicorn with deploy/gunicorn.conf.py, and measures in one run:
+  * GET /healthz (the no-op baseline: gunicorn + Flask, no database),
+  * POST /api/events with 50-event batches and with 1-event batches,
+counting events actually stored in PostgreSQL (not responses) per second. Needs wrk
+(apt-get install wrk). Prints a Markdown table with the ratios to the no-op baseline.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psycopg2
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_URL = os.environ.get("EGIS_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+DB_NAME = "egis_bench"
+DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+PORT = 8765
+
+
+def admin(sql: str) -> None:
+    connection = psycopg2.connect(ADMIN_URL)
+    connection.autocommit = True
+    connection.cursor().execute(sql)
+    connection.close()
+
+
+def stored_events() -> int:
+    connection = psycopg2.connect(DB_URL)
+    cursor = connection.cursor()
+    cursor.execute("SELECT count(*) FROM event")
+    (count,) = cursor.fetchone()
+    connection.close()
+    return count
+
+
+def flask(*args: str, env: dict[str, str]) -> str:
+    return subprocess.run([sys.executable, "-m", "flask", *args], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def wrk(path: str, duration: int, connections: int, threads: int,
+        script_env: dict[str, str] | None = None, script: str | None = None) -> dict[str, float]:
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency"]
+    if script:
+        command += ["-s", script]
+    command.append(f"http://127.0.0.1:{PORT}{path}")
+    output = subprocess.run(command, env={**os.environ, **(script_env or {})}, check=True,
+                            capture_output=True, text=True).stdout
+    requests = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(\w+)", output)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {"rps": requests, "p99": f"{p99.group(1)}{p99.group(2)}" if p99 else "?",
+            "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+    admin(f"CREATE DATABASE {DB_NAME}")
+    env = {**os.environ, "DATABASE_URL": DB_URL, "FLASK_APP": "wsgi.py",
+           "EGIS_RATE_LIMIT_KEY": '"100000000/minute"', "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
+           "GUNICORN_BIND": f"127.0.0.1:{PORT}", "GUNICORN_WORKERS": str(args.workers),
+           "GUNICORN_LOGLEVEL": "warning"}
+    flask("db", "upgrade", env=env)
+    flask("sites", "create", "bench.example", "--plan", "pro", "--monthly-quota", "2000000000",
+          env=env)
+    key = flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
+
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
+                               "wsgi:app"], cwd=ROOT, env=env)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(2)  # let every worker finish warming up
+        rows = []
+        noop = wrk("/healthz", args.duration, args.connections, args.threads)
+        rows.append(("GET /healthz (no-op baseline)", noop["rps"], None, noop))
+        for per_batch in (50, 1):
+            before = stored_events()
+            started = time.monotonic()
+            result = wrk("/api/events", args.duration, args.connections, args.threads,
+                         {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch),
+                          "EGIS_RUN": f"{per_batch}-{int(time.time())}"},
+                         str(ROOT / "bench" / "ingest.lua"))
+            elapsed = time.monotonic() - started
+            stored = (stored_events() - before) / elapsed
+            rows.append((f"POST /api/events, {per_batch}-event batches", result["rps"], stored,
+                         result))
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+    print(f"\n{args.workers} gunicorn workers, wrk -t{args.threads} -c{args.connections} "
+          f"-d{args.duration}s, {os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL\n")
+    print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx |")
+    print("|---|---|---|---|---|---|")
+    for name, rps, stored, result in rows:
+        stored_text = f"{stored:,.0f}" if stored is not None else "-"
+        print(f"| {name} | {rps:,.0f} | {rps / noop['rps']:.2f} | {stored_text} | "
+              f"{result['p99']} | {result['non2xx']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""Analytics benchmark: seed a site with N events in PostgreSQL, then time every MCP tool.
+
+    python bench/seed_analytics.py [--events 1000000] [--reuse] [--repeat 5]
+
+Creates (or reuses, with --reuse) the database egis_analytics_bench, runs the migrations, and
+seeds one site, bench.example, with N events over the last 30 days shaped like real traffic
+(sessions of page views with heartbeats, scrolls, clicks, web vitals, errors, goals; identified
+users; the last days sampled at weight 10), plus server events, crawl hits, ingest tallies and a
+second site's noise. Rows go in through COPY, so a million take seconds. Then every tool is
+called through the MCP layer (tools/call, default arguments: the last 30 days) `--repeat` times;
+the table shows the first (cold) call and the median of the others, in milliseconds.
+"""
+import argparse
+import io
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg2
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ADMIN_URL = os.environ.get("EGIS_BENCH_PG_ADMIN_URL",
+                           "postgresql://postgres@127.0.0.1:5432/postgres")
+DB_NAME = "egis_analytics_bench"
+DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+DOMAIN = "bench.example"
+EVENT_COLUMNS = ("site_id", "session_id", "anonymous_id", "user_id", "type", "name", "page_url",
+                 "referrer", "properties", "occurred_at", "received_at", "weight")
+REFERRERS = ["https://www.google.com/", "https://duckduckgo.com/", "https://www.bing.com/",
+             "https://news.ycombinator.com/", "https://t.co/", "https://www.reddit.com/",
+             "https://github.com/", "https://chatgpt.com/", "https://www.linkedin.com/",
+             f"https://{DOMAIN}/pricing"]
+UTM = ["newsletter", "twitter", "google", "partner", "spring-sale"]
+GOALS = ["signup", "checkout", "newsletter", "demo-request"]
+ERRORS = [f"TypeError: cannot read properties of undefined (reading 'x{n}')" for n in range(40)]
+CRAWLERS = [("GPTBot", "ai_training"), ("ClaudeBot", "ai_training"), ("PerplexityBot",
+            "ai_search"), ("Googlebot", "search_engine"), ("bingbot", "search_engine"),
+            ("AhrefsBot", "seo"), ("UptimeRobot", "monitor"), (None, "unknown")]
+VITAL_RANGES = {"lcp": (800, 6000), "inp": (40, 800), "cls": (0.0, 0.4), "fcp": (500, 4000),
+                "ttfb": (50, 2000)}
+
+
+def admin(sql: str) -> None:
+    connection = psycopg2.connect(ADMIN_URL)
+    connection.autocommit = True
+    connection.cursor().execute(sql)
+    connection.close()
+
+
+def page(rng: random.Random) -> str:
+    return f"/docs/{min(int(rng.paretovariate(1.2)), 500)}" if rng.random() < 0.7 else rng.choice(
+        ["/", "/pricing", "/blog", "/about", "/signup"])
+
+
+def session_events(rng: random.Random, site_id: int, now: datetime, number: int
+                   ) -> Iterator[tuple[Any, ...]]:
+    """One visit: page views, each followed by what a tracker sends while the page is open."""
+    start = now - timedelta(seconds=rng.uniform(0, 30 * 86400))
+    sampled = start > now - timedelta(days=5) and rng.random() < 0.1
+    weight = 10.0 if sampled else 1.0
+    session, visitor = f"s{number}", f"a{rng.randrange(number // 2 + 1)}"
+    user = f"u{rng.randrange(20000)}" if rng.random() < 0.1 else None
+    referrer = rng.choice(REFERRERS) if rng.random() < 0.6 else ""
+    utm = rng.choice(UTM) if rng.random() < 0.15 else None
+    at = start
+    for view in range(1 + min(int(rng.expovariate(0.6)), 12)):
+        path = page(rng)
+        url = f"https://{DOMAIN}{path}" + (f"?utm_source={utm}" if utm and view == 0 else "")
+
+        def row(kind: str, name: str | None = None, properties: Any = None,
+                _url: str = url, _view: int = view) -> tuple[Any, ...]:
+            return (site_id, session, visitor, user if _view else None, kind, name, _url,
+                    referrer if _view == 0 else f"https://{DOMAIN}/",
+                    None if properties is None else orjson.dumps(properties).decode(),
+                    at, at + timedelta(seconds=1), weight)
+
+        yield row("pageview")
+        if rng.random() < 0.5:
+            for metric, (low, high) in VITAL_RANGES.items():
+                yield row("performance", properties={"metric": metric,
+                                                     "value": round(rng.uniform(low, high), 3)})
+        for _ in range(min(int(rng.expovariate(0.3)), 20)):
+            at += timedelta(seconds=15)
+            yield row("heartbeat")
+        for depth in (25, 50, 75, 100)[:rng.randrange(5)]:
+            yield row("scroll", properties={"depth": depth})
+        for _ in range(rng.randrange(3)):
+            yield row("click", properties={"element": "a"})
+        if rng.random() < 0.02:
+            yield row("error", properties={"message": rng.choice(ERRORS), "stack": "at x"})
+        if rng.random() < 0.05:
+            yield row("custom", name=rng.choice(["video_play", "search", "share"]))
+        if rng.random() < 0.03:
+            yield row("goal", name=rng.choice(GOALS))
+        at += timedelta(seconds=rng.uniform(5, 120))
+
+
+def _text_field(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    return str(value).replace("\\", "\\\\").replace("\t", " ").replace("\n", " ")
+
+
+def copy_rows(cursor: Any, table: str, columns: tuple[str, ...], rows: Iterator[tuple[Any, ...]],
+              chunk: int = 100_000) -> int:
+    """COPY in PostgreSQL's text format (tab-separated, \\N for NULL), `chunk` rows at a time."""
+    count = 0
+    while True:
+        lines = []
+        for row in rows:
+            lines.append("\t".join(map(_text_field, row)))
+            if len(lines) == chunk:
+                break
+        if not lines:
+            return count
+        cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN",
+                           io.StringIO("\n".join(lines) + "\n"))
+        count += len(lines)
+
+
+def events(rng: random.Random, site_id: int, total: int, now: datetime
+           ) -> Iterator[tuple[Any, ...]]:
+    produced, number = 0, 0
+    while True:
+        number += 1
+        for row in session_events(rng, site_id, now, number):
+            if produced == total:
+                return
+            produced += 1
+            yield row
+
+
+def seed(cursor: Any, site_id: int, noise_site_id: int, total: int, now: datetime) -> None:
+    rng = random.Random(20260728)
+    copy_rows(cursor, "event", EVENT_COLUMNS, events(rng, site_id, total, now))
+    copy_rows(cursor, "event", EVENT_COLUMNS, events(rng, noise_site_id, total // 10, now))
+    server_rows = []
+    for number in range(max(total // 200, 10)):
+        at = now - timedelta(seconds=rng.uniform(0, 30 * 86400))
+        refund = rng.random() < 0.05
+        server_rows.append((str(uuid.UUID(int=rng.getrandbits(128))), site_id, "purchase",
+                            f"u{rng.randrange(20000)}", f"order-{number}",
+                            -rng.randrange(500, 5000) if refund else rng.randrange(500, 20000),
+                            rng.choice(["USD", "USD", "EUR", "JPY"]), at, at))
+    copy_rows(cursor, "server_event", ("uid", "site_id", "event_name", "identified_user_id",
+                                       "order_id", "amount_minor", "currency", "occurred_at",
+                                       "received_at"), iter(server_rows))
+    crawl = ((site_id, page(rng), "bench", *rng.choice(CRAWLERS), rng.random() < 0.5,
+              rng.random() < 0.02, now - timedelta(seconds=rng.uniform(0, 30 * 86400)))
+             for _ in range(max(total // 20, 10)))
+    copy_rows(cursor, "crawl_hit", ("site_id", "path", "user_agent", "crawler", "category",
+                                    "verified", "spoofed", "received_at"), crawl)
+    tallies = ((site_id, (now - timedelta(days=day)).date(), reason, rng.randrange(1, 500))
+               for day in range(30) for reason in ("sampled", "duplicate", "bot", "rejected_400",
+                                                    "rejected_429"))
+    copy_rows(cursor, "ingest_tally", ("site_id", "day", "reason", "count"), tallies)
+
+
+def prepare(total: int, reuse: bool) -> None:
+    from app import create_app
+    from app.cli import upgrade_schema
+    from app.db import release_connections
+
+    if not reuse:
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        admin(f"CREATE DATABASE {DB_NAME}")
+    create_app({"DATABASE_URL": DB_URL})
+    upgrade_schema()
+    release_connections()
+    if reuse:
+        return
+    connection = psycopg2.connect(DB_URL)
+    cursor = connection.cursor()
+    cursor.execute("INSERT INTO site (domain, plan, created_at) VALUES (%s, 'pro', now()), "
+                   "('noise.example', 'pro', now()) RETURNING id", (DOMAIN,))
+    site_id, noise_id = (row[0] for row in cursor.fetchall())
+    started = time.perf_counter()
+    seed(cursor, site_id, noise_id, total, datetime.utcnow())
+    connection.commit()
+    connection.autocommit = True
+    cursor.execute("VACUUM ANALYZE")
+    connection.close()
+    print(f"seeded {total:,} events for {DOMAIN} in {time.perf_counter() - started:.1f} s")
+
+
+def time_tools(repeat: int) -> list[tuple[str, float, float, str]]:
+    from app import create_app
+    from blueprints.mcp import MCP
+    from models import Site, database
+
+    app = create_app({"DATABASE_URL": DB_URL})
+    results = []
+    with app.app_context(), database.connection_context():
+        site = Site.get(Site.domain == DOMAIN)
+        for tool in MCP.tools.values():
+            timings, text = [], ""
+            for _ in range(repeat):
+                started = time.perf_counter()
+                output = tool.handler(site, {})
+                timings.append((time.perf_counter() - started) * 1000)
+                text = output.text.splitlines()[0]
+            warm = statistics.median(timings[1:]) if repeat > 1 else timings[0]
+            results.append((tool.name, timings[0], warm, text))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--reuse", action="store_true", help="keep the seeded database")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    prepare(args.events, args.reuse)
+    print(f"\n| tool | first call (ms) | median of next {args.repeat - 1} (ms) | says |")
+    print("|---|---:|---:|---|")
+    for name, cold, warm, text in time_tools(args.repeat):
+        print(f"| {name} | {cold:.0f} | {warm:.0f} | {text[:70]} |")
+
+
+if __name__ == "__main__":
+    main()

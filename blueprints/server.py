@@ -1,0 +1,158 @@
+"""POST /api/server/events: trusted server-side events, the only way money is recorded."""
+from typing import Any
+
+from flask import Blueprint, g
+from marshmallow import (
+    EXCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
+
+from app import revenue
+from app.auth import require_key
+from app.bodies import json_object_exact, raw_body
+from app.errors import ApiError
+from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
+from app.limits import per_key
+from app.money import MoneyError, normalize_currency
+from app.openapi import documented
+from app.privacy import looks_like_email
+from models.api_key import SERVER
+from models.ingest_tally import REJECTED_403_PLAN
+
+bp = Blueprint("server", __name__)
+
+# Where the schema's cross-field rules put their errors: the field the caller must change.
+BOTH_AMOUNTS = "Send either amount or revenue_cents, not both."
+CURRENCY_REQUIRED = "Required with amount or revenue_cents."
+CURRENCY_ALONE = "Only allowed with amount or revenue_cents."
+EMAIL_REFUSED = "Must be an opaque user id (the one given to identify()), not an e-mail address."
+
+
+def not_an_email(value: str | None) -> None:
+    if value is not None and looks_like_email(value):
+        raise ValidationError(EMAIL_REFUSED)
+
+
+class CurrencyCode(Text):
+    """An active ISO 4217 code, any case in, upper case out."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return normalize_currency(text)
+        except MoneyError:
+            raise ValidationError(
+                "Must be an active ISO 4217 currency code, such as USD, EUR or JPY.") from None
+
+
+def opaque_id(description: str, *extra: Any) -> Text:
+    return Text(allow_none=True, validate=[validate.Length(min=1, max=128), *extra],
+                metadata={"description": description})
+
+
+class ServerEventSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    eventName = Text(required=True, validate=validate.Length(min=1, max=128))
+    identifiedUserId = opaque_id(
+        "The id the tracker's identify() set, so revenue joins the visit; never an e-mail.",
+        not_an_email)
+    amount = ExactNumber(allow_none=True, metadata={
+        "description": "Major units as a JSON number (19.99 USD), read exactly; negative for a "
+                       "refund; at most as many decimals as the currency has."})
+    revenue_cents = StrictInteger(
+        allow_none=True, validate=validate.Range(min=-revenue.INT64_MAX, max=revenue.INT64_MAX),
+        metadata={"description": "Alternative to amount: integer minor units of the currency "
+                                 "(cents for USD, yen for JPY, fils for BHD)."})
+    currency = CurrencyCode(allow_none=True, metadata={
+        "description": "Active ISO 4217 code; required with amount or revenue_cents."})
+    orderId = opaque_id("Unique per site: a repeat is answered duplicate and not stored again.")
+    anonymousId = opaque_id("The tracker's anonymous id.")
+    sessionId = opaque_id("The tracker's session id.")
+    timestamp = ExactNumber(allow_none=True, validate=validate.Range(min=0, max=MAX_EPOCH_MS),
+                            metadata={"description": "When it happened, epoch ms."})
+    properties = ExactJSONObject(allow_none=True, metadata={
+        "description": "Free-form; amount, revenue, revenue_cents and currency are removed."})
+
+    @validates_schema(skip_on_field_errors=True)
+    def money_fields_go_together(self, data: dict[str, Any], **_kwargs: Any) -> None:
+        has_amount = data.get("amount") is not None
+        has_minor = data.get("revenue_cents") is not None
+        has_currency = data.get("currency") is not None
+        if has_amount and has_minor:
+            raise ValidationError(BOTH_AMOUNTS, "amount")
+        if (has_amount or has_minor) and not has_currency:
+            raise ValidationError(CURRENCY_REQUIRED, "currency")
+        if has_currency and not (has_amount or has_minor):
+            raise ValidationError(CURRENCY_ALONE, "currency")
+
+    @post_load
+    def to_event(self, data: dict[str, Any], **_kwargs: Any) -> revenue.NewServerEvent:
+        timestamp = data.get("timestamp")
+        return revenue.NewServerEvent(
+            event_name=data["eventName"],
+            identified_user_id=data.get("identifiedUserId"),
+            anonymous_id=data.get("anonymousId"),
+            session_id=data.get("sessionId"),
+            order_id=data.get("orderId"),
+            money=self._money(data),
+            properties=data.get("properties"),
+            client_ts=int(timestamp) if timestamp is not None else None,
+        )
+
+    @staticmethod
+    def _money(data: dict[str, Any]) -> revenue.Money | None:
+        field = "amount" if data.get("amount") is not None else "revenue_cents"
+        if data.get(field) is None:
+            return None
+        try:
+            if field == "amount":
+                return revenue.money_from_amount(data["amount"], data["currency"])
+            return revenue.money_from_minor(data["revenue_cents"], data["currency"])
+        except MoneyError as error:
+            text = str(error)
+            raise ValidationError(f"{text[:1].upper()}{text[1:]}.", field) from None
+
+
+class ServerEventResponseSchema(Schema):
+    success = fields.Boolean(required=True)
+    id = fields.String(required=True, metadata={
+        "description": "The stored event's id; for a duplicate, the first copy's id."})
+    duplicate = fields.Boolean(required=True, metadata={
+        "description": "True when this orderId was already recorded: nothing new stored."})
+
+
+SCHEMA = ServerEventSchema()
+
+
+def require_paid_plan() -> None:
+    if not g.site.is_paid:
+        raise ApiError(403, f"Server events need the Standard plan or above; this site is on "
+                            f"the {g.site.plan} plan. Nothing was stored.",
+                       tally_reason=REJECTED_403_PLAN)
+
+
+@bp.post("/api/server/events")
+@documented(
+    "Record a trusted server event, with money",
+    body=ServerEventSchema,
+    responses={200: (ServerEventResponseSchema, "Stored, or a duplicate orderId."),
+               400: (None, "Invalid payload; nothing stored."),
+               401: (None, "Missing or invalid key."),
+               403: (None, "A write key, or a plan below Standard; nothing stored."),
+               413: (None, "Body too large."), 415: (None, "Not JSON."),
+               429: (None, "Rate limited.")},
+    tags=("server",),
+)
+@require_key(SERVER)
+@per_key
+def post_server_event():
+    require_paid_plan()
+    event = SCHEMA.load(json_object_exact(raw_body()))
+    return revenue.record(g.site, event).body()

@@ -1,0 +1,41 @@
+"""gunicorn settings for egis (`gunicorn -c deploy/gunicorn.conf.py wsgi:app`).
+
+Each value can be overridden from the environment (GUNICORN_*), the usual gunicorn way.
+"""
+import multiprocessing
+import os
+import tempfile
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# Sync workers: the work is CPU-bound Python plus one short database round trip, and a few
+# more workers than cores keep the CPUs busy while others wait on the commit.
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+backlog = 2048
+timeout = 30
+graceful_timeout = 20
+keepalive = 5
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "0"))
+max_requests_jitter = 50
+# The app is imported once in the master; no database connection is opened before the fork.
+preload_app = True
+accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
+
+# /metrics adds up every worker's counters through files in this directory.
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="egis-metrics-"))
+
+
+def post_worker_init(worker):
+    # Compile the crawler list's regexes before the first request, not during it.
+    from app import crawlers
+
+    crawlers.warm_up()
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -1,0 +1,66 @@
+"""Shared by the server-key endpoint tests: posting raw JSON, reading rows, dumping the database."""
+import gzip
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask
+
+from models import database
+
+JSON = "application/json"
+
+
+def post_json(client, path: str, body: Any, headers: dict[str, str] | None = None,
+              content_type: str = JSON, gzipped: bool = False):
+    """POST `body`: a str/bytes sent as is (exact JSON text), anything else json.dumps'ed."""
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    data = data.encode() if isinstance(data, str) else data
+    all_headers = dict(headers or {})
+    if gzipped:
+        data = gzip.compress(data)
+        all_headers["Content-Encoding"] = "gzip"
+    return client.post(path, data=data, headers=all_headers, content_type=content_type)
+
+
+@contextmanager
+def db(app: Flask) -> Iterator[None]:
+    with app.app_context(), database.connection_context():
+        yield
+
+
+def rows(app: Flask, model: Any) -> list[Any]:
+    with db(app):
+        return list(model.select().order_by(model.id))
+
+
+def assert_json_error(response, status: int, error: str | None = None) -> dict[str, Any]:
+    """A JSON error body with `status`; `error`, when given, is the exact message."""
+    assert response.status_code == status, (response.status_code, response.get_data()[:500])
+    assert response.mimetype == JSON
+    body = response.get_json()
+    assert isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]
+    if error is not None:
+        assert body["error"] == error
+    return body
+
+
+def cors_headers(response) -> list[str]:
+    return [name for name, _ in response.headers if name.lower().startswith("access-control")]
+
+
+def database_bytes(database_url: str) -> bytes:
+    """Everything the database holds, as bytes: pg_dump's output, or the SQLite files."""
+    scheme, _, rest = database_url.partition("://")
+    if scheme.startswith("sqlite"):
+        path = Path(rest[1:] if rest.startswith("/") else rest)
+        files = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+        return b"".join(f.read_bytes() for f in files if f.exists())
+    url = urlsplit(database_url)
+    command = ["pg_dump", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432),
+               "-U", url.username or "postgres", url.path.lstrip("/")]
+    return subprocess.run(command, check=True, capture_output=True, timeout=60).stdout

@@ -1,0 +1,104 @@
+"""The deployable shape: configuration from the environment, `wsgi:app` under a real gunicorn,
+and the operations endpoints."""
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from flask import Flask
+from peewee import SqliteDatabase
+from playhouse.pool import PooledPostgresqlDatabase
+
+from app import config
+from app.db import make_database
+
+
+def test_default_database_is_an_sqlite_file_in_the_instance_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    app = Flask("egis_probe", instance_path=str(tmp_path / "instance"))
+    config.load(app)
+    assert app.config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'instance' / 'egis.sqlite3'}"
+    db = make_database(app.config["DATABASE_URL"])
+    assert isinstance(db, SqliteDatabase)
+    assert (tmp_path / "instance").is_dir()
+    db.connect()
+    try:
+        assert db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        db.close()
+
+
+def test_postgresql_url_gives_a_pool(monkeypatch):
+    for url in ("postgresql://u@127.0.0.1:5432/x", "postgres://u@127.0.0.1/x"):
+        db = make_database(url, max_connections=3)
+        assert isinstance(db, PooledPostgresqlDatabase)
+        assert db._max_connections == 3
+        assert db.connect_params["connect_timeout"] > 0
+    with pytest.raises(ValueError, match="DATABASE_URL"):
+        make_database("mysql://u@127.0.0.1/x")
+
+
+def test_config_from_prefixed_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@127.0.0.1:5432/x")
+    monkeypatch.setenv("EGIS_KEY_PREFIX", "acme")
+    monkeypatch.setenv("EGIS_TRUSTED_PROXIES", "1")
+    monkeypatch.setenv("EGIS_MAX_BODY_BYTES", "2048")
+    monkeypatch.setenv("EGIS_SAMPLE_RATE", "0.25")
+    monkeypatch.setenv("EGIS_RATELIMIT_STORAGE_URI", "redis://127.0.0.1:6379")
+    monkeypatch.setenv("EGIS_RATE_LIMIT_KEY", "10/second")
+    app = Flask("egis_probe", instance_path=str(tmp_path))
+    config.load(app)
+    assert app.config["DATABASE_URL"] == "postgresql://u@127.0.0.1:5432/x"
+    assert (app.config["WRITE_KEY_PREFIX"], app.config["SERVER_KEY_PREFIX"]) == ("acme_", "acmes_")
+    assert app.config["TRUSTED_PROXIES"] == 1
+    assert app.config["MAX_BODY_BYTES"] == 2048
+    assert app.config["SAMPLE_RATE"] == 0.25
+    assert app.config["RATELIMIT_STORAGE_URI"] == "redis://127.0.0.1:6379"
+    assert app.config["RATE_LIMIT_KEY"] == "10/second"
+
+
+def test_design_defaults(monkeypatch, tmp_path):
+    for name in list(__import__("os").environ):
+        if name.startswith("EGIS_"):
+            monkeypatch.delenv(name)
+    app = Flask("egis_probe", instance_path=str(tmp_path))
+    config.load(app)
+    assert {name: app.config[name] for name in (
+        "KEY_PREFIX", "RATELIMIT_STORAGE_URI", "RATE_LIMIT_KEY", "RATE_LIMIT_IP",
+        "RATE_LIMIT_VALIDATE", "TRUSTED_PROXIES", "MAX_BODY_BYTES", "SAMPLE_RATE")} == {
+        "KEY_PREFIX": "egis", "RATELIMIT_STORAGE_URI": "memory://",
+        "RATE_LIMIT_KEY": "6000/minute", "RATE_LIMIT_IP": "600/minute",
+        "RATE_LIMIT_VALIDATE": "60/minute", "TRUSTED_PROXIES": 0,
+        "MAX_BODY_BYTES": 1_048_576, "SAMPLE_RATE": 0.1}
+
+
+def test_healthz_and_readyz(client):
+    assert client.get("/healthz").get_json() == {"status": "ok"}
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ready"}
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.slow
+def test_wsgi_app_under_gunicorn(start_gunicorn, std_site):
+    server = start_gunicorn(workers=2)
+    assert _get(f"{server.url}/readyz") == (200, {"status": "ready"})
+    for headers in (std_site.write_headers(), std_site.server_headers()):
+        status, body = _get(f"{server.url}/api/validate", headers)
+        assert status == 200, server.log()
+        assert body["valid"] is True and body["plan"] == "standard"
+    assert _get(f"{server.url}/api/validate") == (
+        401, {"valid": False, "error": "Missing API key: send it as Authorization: Bearer <key> "
+                                       "or X-API-Key."})
+    status, body = _get(f"{server.url}/nope")
+    assert (status, set(body)) == (404, {"error"})
+    assert "Traceback" not in server.log()
