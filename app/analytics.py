@@ -43,13 +43,27 @@ Web vitals   one metric per performance event, as the tracker sends one event pe
              cannot.
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
 """
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from peewee import JOIN, SQL, Case, ColumnBase, Expression, Select, Value, Window, fn
+from peewee import (
+    JOIN,
+    SQL,
+    Case,
+    ColumnBase,
+    EnclosedNodeList,
+    Expression,
+    NodeList,
+    Select,
+    Value,
+    fn,
+)
 
 from app.db import is_postgres
+from app.ingest import EVENT_TYPES
 from app.money import MoneyError, to_major_units
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.ingest_tally import BOT, DUPLICATE, SAMPLED
@@ -65,6 +79,10 @@ DIRECT = "(direct)"
 UNATTRIBUTED = "(unattributed)"
 NO_MESSAGE = "(no message)"
 UNKNOWN_CRAWLER = "(unknown)"
+OTHER_SOURCES = "(other sources)"
+MAX_DAYS = 366  # the longest period a tool accepts
+P75 = 0.75
+WORK_MEM = "64MB"
 
 
 @dataclass(frozen=True)
@@ -93,17 +111,23 @@ def _find(text: Any, needle: str) -> ColumnBase:
     return fn.strpos(text, needle) if is_postgres() else fn.instr(text, needle)
 
 
+def _json_member(column: Any, key: str, operator: str) -> Expression:
+    # The ->/->> operators: cheaper than jsonb_extract_path (no variadic array per row).
+    # coerce(False) keeps Peewee from passing `key` through the JSON field's db_value.
+    return Expression(column.coerce(False), operator, key)
+
+
 def _json_text(column: Any, key: str) -> ColumnBase:
     if is_postgres():
-        return fn.jsonb_extract_path_text(column, key).coerce(False)
+        return _json_member(column, key, "->>")
     return fn.json_extract(column, f"$.{key}").coerce(False).cast("TEXT")
 
 
 def _json_number(column: Any, key: str) -> ColumnBase:
     """The member as a number; NULL when it is missing or not a JSON number."""
     if is_postgres():
-        is_number = fn.jsonb_typeof(fn.jsonb_extract_path(column, key).coerce(False)) == "number"
-        value = fn.jsonb_extract_path_text(column, key).coerce(False).cast("double precision")
+        is_number = fn.jsonb_typeof(_json_member(column, key, "->")) == "number"
+        value = _json_member(column, key, "->>").cast("double precision")
     else:
         is_number = fn.json_type(column, f"$.{key}").in_(("integer", "real"))
         value = fn.json_extract(column, f"$.{key}").coerce(False)
@@ -152,13 +176,28 @@ def _query_param(url: Any, name: str) -> ColumnBase:
 
 # --- Shared pieces ------------------------------------------------------------------------
 
+@contextmanager
+def reading() -> Iterator[None]:
+    """One read-only transaction per tool call, so its statements see one snapshot.
+
+    On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
+    off disk, and no JIT (compiling costs more than these queries run). Peewee has no spelling
+    for SET, hence the three statements, PostgreSQL only.
+    """
+    with database.atomic():
+        if is_postgres():
+            database.execute_sql("SET TRANSACTION READ ONLY")
+            database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
+            database.execute_sql("SET LOCAL jit = off")
+        yield
+
+
 def _when(condition: Any, value: Any) -> Case:
     return Case(None, [(condition, value)], 0)
 
 
-def _sampled(weight: Any) -> ColumnBase:
-    """1 when any weight in the group differs from 1 (the group holds sampled data)."""
-    return fn.MAX(_when(weight != 1, 1))
+def _is_sampled(weight: Any) -> Case:
+    return _when(weight != 1, 1)
 
 
 def _events(site_id: int, period: Period, *types: str) -> Expression:
@@ -195,6 +234,21 @@ def _fetch(query: Any) -> list[dict[str, Any]]:
     return list(query.bind(database).dicts())
 
 
+def _event_rows(where: Expression, dim: str, key: Any, unit: Any, at: bool = False) -> Select:
+    """Events as `_ranked` rows: dim, key, unit, w, uw, sampled[, at]."""
+    return Event.select(Value(dim).alias("dim"), key.alias("key"), unit.alias("unit"),
+                        Event.weight.alias("w"), Event.weight.alias("uw"),
+                        _is_sampled(Event.weight).alias("sampled"),
+                        *([Event.occurred_at.alias("at")] if at else [])).where(where)
+
+
+def _url_pages(source: Any, name: str) -> Any:
+    """CTE (url, page): the page path of each distinct `url` of `source`. Deriving it after the
+    GROUP BY runs the string functions once per URL instead of once per event."""
+    url = source.c.url
+    return Select([source], [url, _url_path(url).alias("page")]).group_by(url).cte(name)
+
+
 @dataclass(frozen=True)
 class Ranking:
     rows: list[dict[str, Any]]  # key, count, units (, latest)
@@ -203,84 +257,98 @@ class Ranking:
     estimated: bool
 
 
-def _ranked(rows: Any, key: str, unit: str, limit: int, ctes: tuple[Any, ...] = (),
-            where: Any = None, latest: bool = False) -> Ranking:
-    """Top `key`s of the CTE `rows` (columns key, unit, w[, at]) by weighted count, with the
-    weighted number of distinct non-null units (visitors, sessions) behind each key."""
+EMPTY = Ranking([], 0, 0, False)
+
+
+def _ranked(rows: Any, limits: dict[str, int], ctes: tuple[Any, ...] = (),
+            latest: bool = False) -> dict[str, Ranking]:
+    """Per dimension of `rows` (a CTE: dim, key, unit, w, uw, sampled[, at]), the top keys by
+    weighted count, each with its weighted number of distinct non-null units (visitors,
+    sessions; a unit weighs its largest weight `uw`), plus the dimension's totals. One
+    statement whatever the number of dimensions, so the rows are read once.
+
+    `w` is a weight, or a sum of weights when the caller pre-aggregated its rows."""
     c = rows.c
-    columns = [getattr(c, key).alias("key"), getattr(c, unit).alias("unit"),
-               fn.SUM(c.w).alias("n"), fn.MAX(c.w).alias("uw"), _sampled(c.w).alias("sampled")]
-    if latest:
-        columns.append(fn.MAX(c.at).alias("at"))
-    per_unit = Select([rows], columns)
-    if where is not None:
-        per_unit = per_unit.where(where)
-    per_unit = per_unit.group_by(getattr(c, key), getattr(c, unit)).cte(f"{key}_per_{unit}")
+    per_unit = (Select([rows], [c.dim, c.key, c.unit, fn.SUM(c.w).alias("n"),
+                                fn.MAX(c.uw).alias("uw"), fn.MAX(c.sampled).alias("sampled"),
+                                *([fn.MAX(c.at).alias("at")] if latest else [])])
+                .group_by(c.dim, c.key, c.unit).cte("per_unit"))
     u = per_unit.c
-    outer = [u.key, fn.SUM(u.n).alias("n"),
-             fn.SUM(Case(None, [(u.unit.is_null(False), u.uw)], 0)).alias("units"),
-             fn.MAX(u.sampled).alias("sampled"),
-             fn.SUM(fn.SUM(u.n)).over().alias("total"),
-             fn.MAX(fn.MAX(u.sampled)).over().alias("any_sampled"),
-             fn.COUNT(SQL("*")).over().alias("keys")]
-    if latest:
-        outer.append(fn.MAX(u.at).alias("at"))
-    query = (Select([per_unit], outer).group_by(u.key)
-             .order_by(SQL("n").desc(), _bytewise(u.key)).limit(limit)
-             .with_cte(*ctes, rows, per_unit))
-    found = _fetch(query)
-    if not found:
-        return Ranking([], 0, 0, False)
-    head = found[0]
-    listed = [{"key": row["key"], "count": _count(row["n"]), "units": _count(row["units"]),
-               **({"latest": _timestamp(row["at"])} if latest else {})} for row in found]
-    return Ranking(listed, _count(head["total"]), int(head["keys"]), bool(head["any_sampled"]))
+    in_dim = {"partition_by": [u.dim]}
+    per_key = (Select([per_unit], [
+        u.dim, u.key, fn.SUM(u.n).alias("n"),
+        fn.SUM(Case(None, [(u.unit.is_null(False), u.uw)], 0)).alias("units"),
+        fn.MAX(u.sampled).alias("sampled"),
+        *([fn.MAX(u.at).alias("at")] if latest else []),
+        fn.SUM(fn.SUM(u.n)).over(**in_dim).alias("total"),
+        fn.MAX(fn.MAX(u.sampled)).over(**in_dim).alias("any_sampled"),
+        fn.COUNT(SQL("*")).over(**in_dim).alias("keys"),
+        fn.ROW_NUMBER().over(partition_by=[u.dim],
+                             order_by=[fn.SUM(u.n).desc(), _bytewise(u.key)]).alias("place"),
+    ]).group_by(u.dim, u.key).cte("per_key"))
+    k = per_key.c
+    limit = Case(k.dim, list(limits.items()), 0)
+    found = _fetch(Select([per_key], [SQL("*")]).where(k.place <= limit)
+                   .order_by(k.dim, k.place).with_cte(*ctes, rows, per_unit, per_key))
+    rankings = dict.fromkeys(limits, EMPTY)
+    for dim in limits:
+        listed = [row for row in found if row["dim"] == dim]
+        if listed:
+            rankings[dim] = Ranking(
+                [{"key": row["key"], "count": _count(row["n"]), "units": _count(row["units"]),
+                  **({"latest": _timestamp(row["at"])} if latest else {})} for row in listed],
+                _count(listed[0]["total"]), int(listed[0]["keys"]),
+                bool(listed[0]["any_sampled"]))
+    return rankings
 
 
-def _session_weights(site_id: int, period: Period) -> Any:
-    """CTE: one row per session (a session id with a page view in the period) and its weight."""
-    return (Event.select(Event.session_id.alias("session_id"), fn.MAX(Event.weight).alias("w"))
-            .where(_events(site_id, period, "pageview") & Event.session_id.is_null(False))
-            .group_by(Event.session_id).cte("session_weights"))
-
-
-def _weighted_sessions(site_id: int, period: Period) -> tuple[float, bool]:
-    sessions = _session_weights(site_id, period)
-    row = _fetch(Select([sessions], [fn.SUM(sessions.c.w).alias("w"),
-                                     _sampled(sessions.c.w).alias("sampled")])
-                 .with_cte(sessions))[0]
-    return float(row["w"] or 0), bool(row["sampled"])
-
-
-def _site_hosts(site: Site) -> str:
+def _site_domain(site: Site) -> str:
     domain = site.domain.lower()
     return domain[4:] if domain.startswith("www.") else domain
 
 
-def _entries(site: Site, since: datetime, until: datetime) -> tuple[Any, Any]:
-    """CTEs (all entry page views, then one row per session): the session's entry page view with
-    its source. Columns of the second: session_id, visitor, w, started_at, referrer, utm_source."""
+def _entries(site: Site, since: datetime, until: datetime,
+             sessions: Any = None) -> tuple[Any, ...]:
+    """CTEs ending with `entries`: each session's entry page view (its first, by time then id)
+    with its source. Columns: session_id, visitor, w, sampled, started_at, referrer (a host or
+    '(direct)'), utm_source. `sessions`, a subquery of session ids, restricts the work."""
     where = ((Event.site_id == site.id) & (Event.occurred_at >= since)
              & (Event.occurred_at < until) & (Event.type == "pageview")
              & Event.session_id.is_null(False))
-    utm = fn.COALESCE(fn.NULLIF(_json_text(Event.properties, "utm_source"), ""),
-                      _query_param(Event.page_url, "utm_source"))
+    if sessions is not None:
+        where &= Event.session_id.in_(sessions)
     entry_order = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
                                        order_by=[Event.occurred_at, Event.id])
     page_views = (Event.select(Event.session_id.alias("session_id"),
                                Event.anonymous_id.alias("visitor"), Event.weight.alias("w"),
                                Event.occurred_at.alias("started_at"),
-                               _url_host(Event.referrer).alias("host"), utm.alias("utm_source"),
+                               Event.referrer.alias("referrer"), Event.page_url.alias("url"),
+                               Event.properties.alias("properties"),
                                entry_order.alias("entry_order"))
                   .where(where).cte("entry_candidates"))
     p = page_views.c
-    domain = _site_hosts(site)
-    own = p.host.is_null() | (p.host == domain) | p.host.endswith(f".{domain}")
-    referrer = Case(None, [(own, DIRECT)], p.host)
-    entries = (Select([page_views], [p.session_id, p.visitor, p.w, p.started_at,
-                                     referrer.alias("referrer"), p.utm_source])
-               .where(p.entry_order == 1).cte("entries"))
-    return page_views, entries
+    firsts = (Select([page_views], [p.session_id, p.visitor, p.w, p.started_at, p.referrer,
+                                    p.url, _json_text(p.properties, "utm_source")
+                                    .alias("utm_property")])
+              .where(p.entry_order == 1).cte("first_page_views"))
+    f = firsts.c
+    # Hosts and URL parameters are derived once per distinct referrer / URL (see _url_pages).
+    host = _url_host(f.referrer)
+    domain = _site_domain(site)
+    own = host.is_null() | (host == domain) | host.endswith(f".{domain}")
+    referrers = (Select([firsts], [f.referrer, Case(None, [(own, DIRECT)], host)
+                                   .alias("source")]).group_by(f.referrer).cte("referrers"))
+    url_utm = (Select([firsts], [f.url, _query_param(f.url, "utm_source").alias("utm_source")])
+               .group_by(f.url).cte("url_utm"))
+    r, q = referrers.c, url_utm.c
+    entries = (Select([firsts.join(referrers, JOIN.LEFT_OUTER, on=(r.referrer == f.referrer))
+                       .join(url_utm, JOIN.LEFT_OUTER, on=(q.url == f.url))],
+                      [f.session_id, f.visitor, f.w, _is_sampled(f.w).alias("sampled"),
+                       f.started_at, fn.COALESCE(r.source, DIRECT).alias("referrer"),
+                       fn.COALESCE(fn.NULLIF(f.utm_property, ""), q.utm_source)
+                       .alias("utm_source")])
+               .cte("entries"))
+    return page_views, firsts, referrers, url_utm, entries
 
 
 # --- The tools' queries -------------------------------------------------------------------
@@ -291,51 +359,58 @@ def count_events(site_id: int, period: Period, limit: int, type_: str | None = N
     if name is not None:
         where &= Event.name == name
     day = database.truncate_date("day", Event.occurred_at)
-    days = _fetch(Event.select(day.alias("day"), fn.SUM(Event.weight).alias("n"),
-                               fn.COUNT(Event.id).alias("stored"),
-                               _sampled(Event.weight).alias("sampled"))
-                  .where(where).group_by(day).order_by(day))
-    named = Event.select(Event.name.alias("name"), Event.weight.alias("w")).where(where).cte(
-        "named_events")
-    names = _ranked(named, "name", "name", limit, where=named.c.name.is_null(False))
+    grouped = (Event.select(day.alias("day"), Event.name.alias("name"),
+                            fn.SUM(Event.weight).alias("w"), fn.COUNT(Event.id).alias("stored"),
+                            fn.MAX(_is_sampled(Event.weight)).alias("sampled"))
+               .where(where).group_by(day, Event.name).cte("per_day_and_name"))
+    g = grouped.c
+    nothing = Value(None)
+    rows = (Select([grouped], [Value("day").alias("dim"), g.day.cast("TEXT").alias("key"),
+                               nothing.alias("unit"), g.w, g.w.alias("uw"), g.sampled])
+            + Select([grouped], [Value("name"), g.name, nothing, g.w, g.w, g.sampled])
+            .where(g.name.is_null(False))
+            + Select([grouped], [Value("stored"), Value("all"), nothing, g.stored, g.w,
+                                 Value(0)])
+            ).cte("counted")
+    ranked = _ranked(rows, {"day": MAX_DAYS, "name": limit, "stored": 1}, ctes=(grouped,))
+    days = sorted(ranked["day"].rows, key=lambda row: row["key"])
     return {
-        "type": type_, "name": name,
-        "count": _count(sum(float(row["n"]) for row in days)),
-        "stored_events": sum(int(row["stored"]) for row in days),
-        "by_day": [{"date": _day(row["day"]), "count": _count(row["n"])} for row in days],
-        "by_name": [{"name": row["key"], "count": row["count"]} for row in names.rows],
-        "estimated": any(row["sampled"] for row in days),
+        "type": type_, "name": name, "count": ranked["day"].total,
+        "stored_events": ranked["stored"].total,
+        "by_day": [{"date": _day(row["key"]), "count": row["count"]} for row in days],
+        "by_name": [{"name": row["key"], "count": row["count"]} for row in ranked["name"].rows],
+        "estimated": ranked["day"].estimated,
     }
 
 
 def overview(site_id: int, period: Period) -> dict[str, Any]:
-    is_type = Event.type == "pageview"
+    per_type = [fn.SUM(_when(Event.type == name, Event.weight)).alias(name)
+                for name in EVENT_TYPES]
     sessions = (Event.select(Event.session_id.alias("session_id"),
                              fn.MAX(Event.anonymous_id).alias("visitor"),
                              fn.MAX(Event.weight).alias("w"),
-                             fn.SUM(_when(is_type, 1)).alias("pageviews"),
+                             fn.MAX(_is_sampled(Event.weight)).alias("sampled"),
+                             fn.SUM(_when(Event.type == "pageview", 1)).alias("pageviews"),
                              fn.SUM(_when(Event.type.in_(INTERACTIONS), 1)).alias("interactions"),
-                             fn.SUM(_when(Event.type == "heartbeat", Event.weight))
-                             .alias("heartbeats"))
-                .where(_events(site_id, period) & Event.session_id.is_null(False))
-                .group_by(Event.session_id)
-                .having(fn.SUM(_when(is_type, 1)) > 0).cte("sessions"))
+                             *per_type)
+                .where(_events(site_id, period))  # NULL session_id: one group, not a session
+                .group_by(Event.session_id).cte("per_session"))
     s = sessions.c
-    visitors = (Select([sessions], [fn.MAX(s.w).alias("w")]).group_by(s.visitor)
-                .cte("visitors"))
-    bounced = (s.pageviews == 1) & (s.interactions == 0)
+    is_session = s.session_id.is_null(False) & (s.pageviews > 0)
+    bounced = is_session & (s.pageviews == 1) & (s.interactions == 0)
+    visitors = (Select([sessions], [fn.MAX(s.w).alias("w")]).where(is_session)
+                .group_by(s.visitor).cte("visitors"))
     totals = _fetch(Select([sessions], [
-        fn.SUM(s.w).alias("sessions"), fn.SUM(_when(bounced, s.w)).alias("bounces"),
-        fn.SUM(s.heartbeats).alias("heartbeats"), _sampled(s.w).alias("sampled"),
+        fn.SUM(_when(is_session, s.w)).alias("sessions"),
+        fn.SUM(_when(bounced, s.w)).alias("bounces"),
+        fn.SUM(_when(is_session, s.heartbeat)).alias("heartbeats"),
+        fn.MAX(s.sampled).alias("sampled"),
         Select([visitors], [fn.SUM(visitors.c.w)]).alias("visitors"),
+        *[fn.SUM(getattr(s, name)).alias(name) for name in EVENT_TYPES],
     ]).with_cte(sessions, visitors))[0]
-    by_type = _fetch(Event.select(Event.type.alias("type"), fn.SUM(Event.weight).alias("n"),
-                                  _sampled(Event.weight).alias("sampled"))
-                     .where(_events(site_id, period)).group_by(Event.type)
-                     .order_by(SQL("n").desc(), _bytewise(Event.type)))
     session_count = float(totals["sessions"] or 0)
     engaged = HEARTBEAT_SECONDS * float(totals["heartbeats"] or 0)
-    events = {row["type"]: _count(row["n"]) for row in by_type}
+    events = {name: _count(totals[name]) for name in EVENT_TYPES if totals[name]}
     return {
         "visitors": _count(totals["visitors"]), "sessions": _count(session_count),
         "pageviews": events.get("pageview", 0),
@@ -343,16 +418,23 @@ def overview(site_id: int, period: Period) -> dict[str, Any]:
         "bounce_rate": _rate(float(totals["bounces"] or 0), session_count),
         "engaged_seconds": round(engaged),
         "avg_engaged_seconds": round(engaged / session_count, 1) if session_count else None,
-        "events_by_type": events,
-        "estimated": bool(totals["sampled"]) or any(row["sampled"] for row in by_type),
+        "events_by_type": dict(sorted(events.items(), key=lambda item: (-item[1], item[0]))),
+        "estimated": bool(totals["sampled"]),
     }
 
 
 def top_pages(site_id: int, period: Period, limit: int) -> dict[str, Any]:
-    views = (Event.select(_url_path(Event.page_url).alias("page"),
-                          Event.anonymous_id.alias("visitor"), Event.weight.alias("w"))
-             .where(_events(site_id, period, "pageview")).cte("page_views"))
-    ranking = _ranked(views, "page", "visitor", limit)
+    per_visitor = (Event.select(Event.page_url.alias("url"), Event.anonymous_id.alias("visitor"),
+                                fn.SUM(Event.weight).alias("w"), fn.MAX(Event.weight).alias("uw"),
+                                fn.MAX(_is_sampled(Event.weight)).alias("sampled"))
+                   .where(_events(site_id, period, "pageview"))
+                   .group_by(Event.page_url, Event.anonymous_id).cte("url_visitors"))
+    pages = _url_pages(per_visitor, "url_pages")
+    v = per_visitor.c
+    rows = (Select([per_visitor.join(pages, JOIN.LEFT_OUTER, on=(pages.c.url == v.url))],
+                   [Value("page").alias("dim"), fn.COALESCE(pages.c.page, "/").alias("key"),
+                    v.visitor.alias("unit"), v.w, v.uw, v.sampled]).cte("page_rows"))
+    ranking = _ranked(rows, {"page": limit}, ctes=(per_visitor, pages))["page"]
     return {
         "pages": [{"page": row["key"], "pageviews": row["count"], "visitors": row["units"]}
                   for row in ranking.rows],
@@ -362,43 +444,44 @@ def top_pages(site_id: int, period: Period, limit: int) -> dict[str, Any]:
 
 
 def top_sources(site: Site, period: Period, limit: int) -> dict[str, Any]:
-    page_views, entries = _entries(site, period.start, period.end)
-    referrers = _ranked(entries, "referrer", "visitor", limit, ctes=(page_views,))
-    utm = _ranked(entries, "utm_source", "visitor", limit, ctes=(page_views,),
-                  where=entries.c.utm_source.is_null(False))
+    *ctes, entries = _entries(site, period.start, period.end)
+    e = entries.c
+    rows = (Select([entries], [Value("referrer").alias("dim"), e.referrer.alias("key"),
+                               e.visitor.alias("unit"), e.w, e.w.alias("uw"), e.sampled])
+            + Select([entries], [Value("utm"), e.utm_source, e.visitor, e.w, e.w, e.sampled])
+            .where(e.utm_source.is_null(False))).cte("sources")
+    ranked = _ranked(rows, {"referrer": limit, "utm": limit}, ctes=(*ctes, entries))
     return {
-        "sessions": referrers.total,
+        "sessions": ranked["referrer"].total,
         "referrers": [{"source": row["key"], "sessions": row["count"], "visitors": row["units"]}
-                      for row in referrers.rows],
+                      for row in ranked["referrer"].rows],
         "utm_sources": [{"utm_source": row["key"], "sessions": row["count"],
-                         "visitors": row["units"]} for row in utm.rows],
-        "estimated": referrers.estimated,
+                         "visitors": row["units"]} for row in ranked["utm"].rows],
+        "estimated": ranked["referrer"].estimated,
     }
 
 
 def goal_conversions(site_id: int, period: Period, limit: int,
                      goal: str | None = None) -> dict[str, Any]:
-    where = _events(site_id, period, "goal")
+    goals = _events(site_id, period, "goal")
     if goal is not None:
-        where &= Event.name == goal
-    goals = (Event.select(Event.name.alias("goal"), Event.session_id.alias("session"),
-                          Event.weight.alias("w")).where(where).cte("goal_events"))
-    ranking = _ranked(goals, "goal", "session", limit)
-    g = goals.c
-    per_session = (Select([goals], [fn.MAX(g.w).alias("w")]).where(g.session.is_null(False))
-                   .group_by(g.session).cte("converting_sessions"))
-    converting = _fetch(Select([per_session], [fn.SUM(per_session.c.w).alias("w")])
-                        .with_cte(goals, per_session))[0]["w"]
-    sessions, sessions_sampled = _weighted_sessions(site_id, period)
-    converting = float(converting or 0)
+        goals &= Event.name == goal
+    rows = (_event_rows(goals, "goal", Event.name, Event.session_id)
+            + _event_rows(goals, "any", Value("any goal"), Event.session_id)
+            + _event_rows(_events(site_id, period, "pageview") & Event.session_id.is_null(False),
+                          "sessions", Value("all"), Event.session_id)).cte("goal_rows")
+    ranked = _ranked(rows, {"goal": limit, "any": 1, "sessions": 1})
+    any_goal = ranked["any"].rows[0] if ranked["any"].rows else {"count": 0, "units": 0}
+    sessions = ranked["sessions"].rows[0]["units"] if ranked["sessions"].rows else 0
     return {
-        "sessions": _count(sessions),
+        "sessions": sessions,
         "goals": [{"goal": row["key"], "conversions": row["count"],
                    "converting_sessions": row["units"],
-                   "conversion_rate": _rate(row["units"], sessions)} for row in ranking.rows],
-        "total": {"conversions": ranking.total, "converting_sessions": _count(converting),
-                  "conversion_rate": _rate(converting, sessions)},
-        "estimated": ranking.estimated or sessions_sampled,
+                   "conversion_rate": _rate(row["units"], sessions)}
+                  for row in ranked["goal"].rows],
+        "total": {"conversions": any_goal["count"], "converting_sessions": any_goal["units"],
+                  "conversion_rate": _rate(any_goal["units"], sessions)},
+        "estimated": ranked["any"].estimated or ranked["sessions"].estimated,
     }
 
 
@@ -429,17 +512,20 @@ def _money_columns(amount: Any) -> list[Any]:
             fn.SUM(_when(amount < 0, 1)).alias("refunds")]
 
 
+def _money_row(row: dict[str, Any]) -> dict[str, Any]:
+    currency = row["currency"]
+    gross, refunded, net = (int(row[name] or 0) for name in ("gross", "refunded", "net"))
+    return {"gross_minor": gross, "gross": _money(gross, currency),
+            "refunds_minor": -refunded, "refunds": _money(-refunded, currency),
+            "net_minor": net, "net": _money(net, currency),
+            "orders": int(row["orders"] or 0), "refund_count": int(row["refunds"] or 0)}
+
+
 def revenue_by_source(site: Site, period: Period) -> list[dict[str, Any]]:
-    """Net revenue per (currency, traffic source) through the attribution join (module doc)."""
+    """Revenue per (currency, traffic source) through the attribution join (module doc)."""
     payments = _payments(site.id, period)
     p = payments.c
     since = period.start - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS)
-    page_views, entries = _entries(site, since, period.end)
-    e = entries.c
-    visits = (Select([entries], [e.session_id, e.started_at,
-                                 fn.COALESCE(e.utm_source, e.referrer).alias("source")])
-              .cte("visits"))
-    v = visits.c
     user_sessions = (Event.select(Event.user_id.alias("user_id"),
                                   Event.session_id.alias("session_id")).distinct()
                      .where((Event.site_id == site.id) & (Event.occurred_at >= since)
@@ -448,36 +534,33 @@ def revenue_by_source(site: Site, period: Period) -> list[dict[str, Any]]:
                             & Event.session_id.is_null(False))
                      .cte("user_sessions"))
     us = user_sessions.c
-    named = Select([payments.join(visits, on=(v.session_id == p.session_id))],
-                   [p.id.alias("payment"), v.source, v.started_at, Value(0).alias("priority")])
+    linked = (Select([user_sessions], [us.session_id])
+              | Select([payments], [p.session_id]).where(p.session_id.is_null(False)))
+    *entry_ctes, entries = _entries(site, since, period.end, sessions=linked)
+    e = entries.c
+    source = fn.COALESCE(e.utm_source, e.referrer)
+    named = Select([payments.join(entries, on=(e.session_id == p.session_id))],
+                   [p.id.alias("payment"), source.alias("source"), e.started_at,
+                    Value(0).alias("priority")])
     identified = Select(
         [payments.join(user_sessions, on=(us.user_id == p.user_id))
-         .join(visits, on=((v.session_id == us.session_id) & (v.started_at <= p.paid_at)))],
-        [p.id, v.source, v.started_at, Value(1)])
+         .join(entries, on=((e.session_id == us.session_id) & (e.started_at <= p.paid_at)))],
+        [p.id, source, e.started_at, Value(1)])
     candidates = (named + identified).cte("candidates")
     c = candidates.c
     choice = fn.ROW_NUMBER().over(partition_by=[c.payment],
                                   order_by=[c.priority, c.started_at.desc()])
-    ranked = Select([candidates], [c.payment, c.source, choice.alias("choice")]).cte("ranked")
-    r = ranked.c
-    query = (Select([payments.join(ranked, JOIN.LEFT_OUTER,
+    chosen = Select([candidates], [c.payment, c.source, choice.alias("choice")]).cte("chosen")
+    r = chosen.c
+    query = (Select([payments.join(chosen, JOIN.LEFT_OUTER,
                                    on=((r.payment == p.id) & (r.choice == 1)))],
                     [p.currency, r.source, *_money_columns(p.amount)])
              .group_by(p.currency, r.source)
-             .with_cte(payments, page_views, entries, visits, user_sessions, candidates, ranked))
+             .with_cte(payments, user_sessions, *entry_ctes, entries, candidates, chosen))
     rows = [{"source": row["source"] or UNATTRIBUTED, "currency": row["currency"],
              **_money_row(row)} for row in _fetch(query)]
     rows.sort(key=lambda row: (row["currency"], -row["net_minor"], row["source"]))
     return rows
-
-
-def _money_row(row: dict[str, Any]) -> dict[str, Any]:
-    currency = row["currency"]
-    gross, refunded, net = (int(row[name] or 0) for name in ("gross", "refunded", "net"))
-    return {"gross_minor": gross, "gross": _money(gross, currency),
-            "refunds_minor": -refunded, "refunds": _money(-refunded, currency),
-            "net_minor": net, "net": _money(net, currency),
-            "orders": int(row["orders"] or 0), "refund_count": int(row["refunds"] or 0)}
 
 
 def revenue(site: Site, period: Period, limit: int) -> dict[str, Any]:
@@ -493,21 +576,23 @@ def revenue(site: Site, period: Period, limit: int) -> dict[str, Any]:
     }
 
 
+MONEY_COUNTS = ("gross_minor", "refunds_minor", "net_minor", "orders", "refund_count")
+
+
 def _top_per_currency(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """At most `limit` sources per currency; the rest summed as '(other sources)'."""
     kept: list[dict[str, Any]] = []
     others: dict[str, dict[str, Any]] = {}
-    seen: dict[str, int] = {}
+    listed: dict[str, int] = {}
     for row in rows:
         currency = row["currency"]
-        seen[currency] = seen.get(currency, 0) + 1
-        if seen[currency] <= limit:
+        listed[currency] = listed.get(currency, 0) + 1
+        if listed[currency] <= limit:
             kept.append(row)
             continue
-        other = others.setdefault(currency, {"source": "(other sources)", "currency": currency,
-                                             "gross_minor": 0, "refunds_minor": 0,
-                                             "net_minor": 0, "orders": 0, "refund_count": 0})
-        for name in ("gross_minor", "refunds_minor", "net_minor", "orders", "refund_count"):
+        other = others.setdefault(currency, {"source": OTHER_SOURCES, "currency": currency,
+                                             **dict.fromkeys(MONEY_COUNTS, 0)})
+        for name in MONEY_COUNTS:
             other[name] += row[name]
     for other in others.values():
         for name in ("gross", "refunds", "net"):
@@ -517,69 +602,102 @@ def _top_per_currency(rows: list[dict[str, Any]], limit: int) -> list[dict[str, 
     return kept
 
 
-def _p75(samples: Any, keys: list[str], ctes: tuple[Any, ...], join: Any = None,
-         on: Any = None) -> list[dict[str, Any]]:
-    """Weighted nearest-rank p75 of `samples` (columns page, metric, value, w) per `keys`."""
-    s = samples.c
-    partition = [getattr(s, key) for key in keys]
-    source = samples if join is None else samples.join(join, on=on)
-    ranked = (Select([source], [*partition, s.value,
-                                fn.SUM(s.w).over(partition_by=partition, order_by=[s.value],
-                                                 start=Window.preceding(),
-                                                 end=Window.CURRENT_ROW, frame_type=Window.ROWS)
-                                .alias("running"),
-                                fn.SUM(s.w).over(partition_by=partition).alias("total")])
-              .cte("running_weights"))
-    r = ranked.c
-    grouping = [getattr(r, key) for key in keys]
-    return _fetch(Select([ranked], [*grouping,
-                                    fn.MIN(Case(None, [(r.running >= r.total * 0.75, r.value)]))
-                                    .alias("p75"), fn.MAX(r.total).alias("samples")])
-                  .group_by(*grouping).with_cte(*ctes, ranked))
-
-
 def _rating(metric: str, value: float) -> str:
     good, poor = VITAL_THRESHOLDS[metric]
     return "good" if value <= good else "needs improvement" if value <= poor else "poor"
 
 
+def _p75(samples: Any, keys: list[Any]) -> list[Any]:
+    """Columns of a GROUP BY `keys` over `samples` (value, w, sampled): p75, samples, sampled.
+
+    p75 is PostgreSQL's percentile_cont(0.75): the linear interpolation at position
+    0.75 x (n - 1) of the ascending values. SQLite has no ordered-set aggregates, so there the
+    same arithmetic runs on ROW_NUMBER/COUNT windows (in the CTE `_p75_ranked` builds)."""
+    s = samples.c
+    counted = [fn.SUM(s.w).alias("samples"), fn.MAX(s.sampled).alias("sampled")]
+    # PostgreSQL computes lo + (hi - lo) * fraction; SQLite below does the same operations.
+    if is_postgres():
+        ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), s.value))])
+        return [NodeList((fn.percentile_cont(P75), SQL("WITHIN GROUP"), ordered)).alias("p75"),
+                *counted]
+    low = fn.MAX(Case(None, [(s.position == s.low, s.value)]))
+    high = fn.COALESCE(fn.MAX(Case(None, [(s.position == s.low + 1, s.value)])), low)
+    return [(low + (high - low) * fn.MAX(s.fraction)).alias("p75"), *counted]
+
+
+def _p75_ranked(samples: Any, keys: list[Any]) -> tuple[Any, tuple[Any, ...]]:
+    """What `_p75` aggregates, and the CTEs it needs. On SQLite: `samples` with each value's
+    0-based rank (`position`) and the interpolation bounds (`low`, `fraction`)."""
+    if is_postgres():
+        return samples, ()
+    s = samples.c
+    position = fn.ROW_NUMBER().over(partition_by=keys, order_by=[s.value]) - 1
+    span = (fn.COUNT(SQL("*")).over(partition_by=keys) - 1) * P75
+    ranks = Select([samples], [*keys, s.value, s.w, s.sampled, position.alias("position"),
+                               span.alias("span")]).cte("sample_ranks")
+    r = ranks.c
+    bounds = Select([ranks], [*[getattr(r, key.name) for key in keys], r.value, r.w, r.sampled,
+                              r.position, r.span.cast("INTEGER").alias("low"),
+                              (r.span - r.span.cast("INTEGER")).alias("fraction")]
+                    ).cte("sample_bounds")
+    return bounds, (ranks, bounds)
+
+
 def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     metric = _json_text(Event.properties, "metric")
     value = _json_number(Event.properties, "value")
-    samples = (Event.select(_url_path(Event.page_url).alias("page"), metric.alias("metric"),
-                            value.alias("value"), Event.weight.alias("w"))
+    # Metrics and pages travel as small integers so that sorting compares numbers, not text;
+    # page 0 stands for the whole site.
+    metric_no = Case(metric, [(name, number) for number, name in enumerate(VITALS)])
+    samples = (Event.select(Event.page_url.alias("url"), metric_no.alias("metric_no"),
+                            value.alias("value"), Event.weight.alias("w"),
+                            _is_sampled(Event.weight).alias("sampled"))
                .where(_events(site_id, period, "performance") & metric.in_(VITALS)
                       & value.is_null(False)).cte("vital_samples"))
     s = samples.c
-    top = (Select([samples], [s.page.alias("top_page"), fn.SUM(s.w).alias("n")])
-           .group_by(s.page).order_by(SQL("n").desc(), _bytewise(s.page)).limit(limit)
-           .cte("top_pages"))
-    per_page = _p75(samples, ["page", "metric"], (samples, top), join=top,
-                    on=(top.c.top_page == s.page))
-    site_wide = _p75(samples, ["metric"], (samples,))
-    sampled = _fetch(Select([samples], [_sampled(s.w).alias("sampled")]).with_cte(samples))
-    pages: dict[str, dict[str, Any]] = {}
-    for row in per_page:
-        page = pages.setdefault(row["page"], {"page": row["page"], "samples": 0,
-                                              **dict.fromkeys(VITALS)})
-        page[row["metric"]] = float(row["p75"])
-        page["samples"] += _count(row["samples"])
-    return {
-        "site": {metric: None for metric in VITALS} | {
-            row["metric"]: {"p75": float(row["p75"]), "samples": _count(row["samples"]),
-                            "rating": _rating(row["metric"], float(row["p75"]))}
-            for row in site_wide},
-        "pages": sorted(pages.values(), key=lambda page: (-page["samples"], page["page"])),
-        "estimated": bool(sampled[0]["sampled"]),
-    }
+    per_url = (Select([samples], [s.url, fn.SUM(s.w).alias("n")]).group_by(s.url)
+               .cte("vital_urls"))
+    pages = _url_pages(per_url, "vital_pages")
+    u, g = per_url.c, pages.c
+    page_order = fn.ROW_NUMBER().over(order_by=[fn.SUM(u.n).desc(), _bytewise(g.page)])
+    top = (Select([per_url.join(pages, on=(g.url == u.url))],
+                  [g.page, page_order.alias("page_no")])
+           .group_by(g.page).order_by(SQL("page_no")).limit(limit).cte("top_pages"))
+    t = top.c
+    top_urls = (Select([pages.join(top, on=(t.page == g.page))], [g.url, t.page_no])
+                .cte("top_urls"))
+    scoped = (Select([samples], [Value(0).alias("page_no"), s.metric_no, s.value, s.w,
+                                 s.sampled])
+              + Select([samples.join(top_urls, on=(top_urls.c.url == s.url))],
+                       [top_urls.c.page_no, s.metric_no, s.value, s.w, s.sampled])
+              ).cte("scoped")
+    ranked, ranking_ctes = _p75_ranked(scoped, [scoped.c.page_no, scoped.c.metric_no])
+    r = ranked.c
+    grouping = [r.page_no, r.metric_no]
+    found = _fetch(Select([ranked.join(top, JOIN.LEFT_OUTER, on=(t.page_no == r.page_no))],
+                          [*grouping, fn.MAX(t.page).alias("page"), *_p75(ranked, grouping)])
+                   .group_by(*grouping).order_by(*grouping)
+                   .with_cte(samples, per_url, pages, top, top_urls, scoped, *ranking_ctes))
+    site_wide: dict[str, Any] = dict.fromkeys(VITALS)
+    listed: dict[int, dict[str, Any]] = {}
+    for row in found:
+        name, p75, count = VITALS[row["metric_no"]], float(row["p75"]), _count(row["samples"])
+        if row["page_no"] == 0:
+            site_wide[name] = {"p75": p75, "samples": count, "rating": _rating(name, p75)}
+            continue
+        page = listed.setdefault(row["page_no"], {"page": row["page"], "samples": 0,
+                                                  **dict.fromkeys(VITALS)})
+        page[name] = p75
+        page["samples"] += count
+    return {"site_vitals": site_wide, "pages": [listed[number] for number in sorted(listed)],
+            "estimated": any(row["sampled"] for row in found)}
 
 
 def errors(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     message = fn.COALESCE(fn.NULLIF(_json_text(Event.properties, "message"), ""), NO_MESSAGE)
-    rows = (Event.select(message.alias("message"), Event.session_id.alias("session"),
-                         Event.weight.alias("w"), Event.occurred_at.alias("at"))
-            .where(_events(site_id, period, "error")).cte("error_events"))
-    ranking = _ranked(rows, "message", "session", limit, latest=True)
+    rows = _event_rows(_events(site_id, period, "error"), "message", message, Event.session_id,
+                       at=True).cte("error_events")
+    ranking = _ranked(rows, {"message": limit}, latest=True)["message"]
     return {
         "errors": [{"message": row["key"], "occurrences": row["count"], "sessions": row["units"],
                     "last_seen": row["latest"]} for row in ranking.rows],
@@ -622,43 +740,41 @@ def crawler_activity(site_id: int, period: Period, limit: int,
     }
 
 
-def _stored_per_day(model: Any, site_id: int, period: Period) -> dict[str, int]:
-    day = database.truncate_date("day", model.received_at)
-    rows = _fetch(model.select(day.alias("day"), fn.COUNT(model.id).alias("n"))
-                  .where((model.site_id == site_id) & period.covers(model.received_at))
-                  .group_by(day))
-    return {_day(row["day"]): int(row["n"]) for row in rows}
-
-
 INGEST_COUNTS = ("events_stored", "server_events_stored", "crawl_hits_stored", "sampled_away",
                  "duplicate_batches", "bot_filtered", "rejected_total")
 _TALLY_COLUMNS = {SAMPLED: "sampled_away", DUPLICATE: "duplicate_batches", BOT: "bot_filtered"}
 
 
+def _stored_per_day(model: Any, column: str, site_id: int, period: Period) -> Select:
+    day = database.truncate_date("day", model.received_at)
+    return (model.select(Value(column).alias("column"), day.cast("TEXT").alias("day"),
+                         fn.COUNT(model.id).alias("n"))
+            .where((model.site_id == site_id) & period.covers(model.received_at))
+            .group_by(day))
+
+
 def ingest_health(site_id: int, period: Period) -> dict[str, Any]:
-    stored = {"events_stored": _stored_per_day(Event, site_id, period),
-              "server_events_stored": _stored_per_day(ServerEvent, site_id, period),
-              "crawl_hits_stored": _stored_per_day(CrawlHit, site_id, period)}
-    tallies = _fetch(IngestTally.select(IngestTally.day, IngestTally.reason,
-                                        fn.SUM(IngestTally.count).alias("n"))
-                     .where((IngestTally.site_id == site_id)
-                            & IngestTally.day.between(period.first, period.last))
-                     .group_by(IngestTally.day, IngestTally.reason))
+    """Per receive day: what was stored, and what was not and why (the ingest tallies)."""
+    tallies = (IngestTally.select(IngestTally.reason, IngestTally.day.cast("TEXT"),
+                                  fn.SUM(IngestTally.count))
+               .where((IngestTally.site_id == site_id)
+                      & IngestTally.day.between(period.first, period.last))
+               .group_by(IngestTally.day, IngestTally.reason))
+    found = _fetch(_stored_per_day(Event, "events_stored", site_id, period)
+                   + _stored_per_day(ServerEvent, "server_events_stored", site_id, period)
+                   + _stored_per_day(CrawlHit, "crawl_hits_stored", site_id, period)
+                   + tallies)
     days: dict[str, dict[str, Any]] = {}
-
-    def day_row(day: str) -> dict[str, Any]:
-        return days.setdefault(day, {"date": day, **dict.fromkeys(INGEST_COUNTS, 0),
-                                     "rejected": {}})
-
-    for column, per_day in stored.items():
-        for day, count in per_day.items():
-            day_row(day)[column] = count
-    for row in tallies:
-        entry, count = day_row(_day(row["day"])), int(row["n"])
-        if row["reason"] in _TALLY_COLUMNS:
-            entry[_TALLY_COLUMNS[row["reason"]]] += count
-        else:
-            entry["rejected"][row["reason"]] = entry["rejected"].get(row["reason"], 0) + count
+    for row in found:
+        entry = days.setdefault(_day(row["day"]), {"date": _day(row["day"]),
+                                                   **dict.fromkeys(INGEST_COUNTS, 0),
+                                                   "rejected": {}})
+        column, count = row["column"], int(row["n"])
+        column = _TALLY_COLUMNS.get(column, column)
+        if column in INGEST_COUNTS:
+            entry[column] += count
+        else:  # a rejection reason
+            entry["rejected"][column] = entry["rejected"].get(column, 0) + count
             entry["rejected_total"] += count
     listed = [days[day] for day in sorted(days)]
     totals: dict[str, Any] = {name: sum(entry[name] for entry in listed)
@@ -668,4 +784,3 @@ def ingest_health(site_id: int, period: Period) -> dict[str, Any]:
         for reason, count in entry["rejected"].items():
             totals["rejected"][reason] = totals["rejected"].get(reason, 0) + count
     return {"days": listed, "totals": totals, "estimated": False}
-

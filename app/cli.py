@@ -12,6 +12,7 @@ from peewee import IntegrityError
 from playhouse.migrations import Runner
 
 from app import keys
+from app.db import is_postgres
 from models import ApiKey, Site, database
 from models.api_key import KINDS
 from models.site import PLANS
@@ -37,10 +38,20 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+MIGRATION_LOCK_ID = 0x6567_6973  # "egis": one upgrade at a time on a PostgreSQL server
+
+
 def upgrade_schema() -> list[str]:
     """Apply pending migrations; returns their names (empty when up to date)."""
     with database.connection_context():
-        return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+        if not is_postgres():
+            return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+        # Two instances deploying at once must not both apply the same migration.
+        database.execute_sql("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
+        try:
+            return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+        finally:
+            database.execute_sql("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
 
 
 def site_or_fail(domain: str) -> Site:

@@ -11,7 +11,9 @@ from flask import Flask
 DEFAULTS: dict[str, Any] = {
     "KEY_PREFIX": "egis",
     "RATELIMIT_STORAGE_URI": "memory://",
-    "RATELIMIT_HEADERS_ENABLED": True,  # Retry-After on 429 needs it
+    # Off: X-RateLimit-* on every response costs a storage read per request; the 429 handler
+    # (app.errors) sets Retry-After itself.
+    "RATELIMIT_HEADERS_ENABLED": False,
     "RATELIMIT_STRATEGY": "fixed-window",
     "RATE_LIMIT_KEY": "6000/minute",
     "RATE_LIMIT_IP": "600/minute",

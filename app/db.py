@@ -11,7 +11,6 @@ from playhouse.pool import PooledPostgresqlDatabase
 from models import database
 
 
-
 class PostgresPool(PooledPostgresqlDatabase):
     """The pool without a `SELECT 1` round trip on every checkout.
 
@@ -43,6 +42,9 @@ def make_database(url: str, max_connections: int = 8) -> Database:
             stale_timeout=300,
             timeout=10,
             connect_timeout=3,
+            # A database that stops answering must not hold a worker until gunicorn kills it.
+            keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
+            options="-c statement_timeout=15000",
         )
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest

@@ -10,6 +10,7 @@ from playhouse.pool import MaxConnectionsExceeded
 from werkzeug.exceptions import HTTPException
 
 from app import tally
+from app.limits import retry_after_seconds
 from models.ingest_tally import REJECTED_400, REJECTED_413, REJECTED_429
 
 log = logging.getLogger(__name__)
@@ -84,9 +85,8 @@ def _validation_error(error: ValidationError) -> Response:
 
 def _rate_limited(error: RateLimitExceeded) -> Response:
     _count_rejection(REJECTED_429)
-    # flask-limiter adds Retry-After and X-RateLimit-* to this response (headers enabled).
     return render(429, f"Rate limit exceeded ({error.description}); retry after the "
-                  "Retry-After delay.")
+                  "Retry-After delay.", {"Retry-After": str(retry_after_seconds())})
 
 
 def _http_error(error: HTTPException) -> Response:

@@ -40,7 +40,7 @@ class SweepingMemoryStorage(MemoryStorage):
     here the sweep of stale keys runs inline, at most once a second.
     """
 
-    STORAGE_SCHEME = ["egis-memory"]
+    STORAGE_SCHEME = ["egis-memory"]  # noqa: RUF012 - the type limits declares
     SWEEP_INTERVAL_SECONDS = 1.0
 
     def __init__(self, uri: str | None = None, wrap_exceptions: bool = False, **options: str):
@@ -53,6 +53,14 @@ class SweepingMemoryStorage(MemoryStorage):
         if now >= self._next_sweep:
             self._next_sweep = now + self.SWEEP_INTERVAL_SECONDS
             self._MemoryStorage__expire_events()
+
+
+def retry_after_seconds() -> int:
+    """Seconds until the breached limit's window resets (for a 429's Retry-After)."""
+    breached = limiter.current_limit
+    if breached is None:
+        return 1
+    return max(1, int(breached.reset_at - time.time()))
 
 
 def init_app(app: Flask) -> None:

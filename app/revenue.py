@@ -109,7 +109,11 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
 
 def _insert_once_postgres(row: dict[str, Any]) -> bool:
     # A concurrent copy makes this statement wait for the other to commit, then do nothing.
-    cursor = ServerEvent.insert(**row).on_conflict_ignore().returning(ServerEvent.id).execute()
+    cursor = (ServerEvent.insert(**row)
+              .on_conflict(action="IGNORE",
+                           conflict_target=[ServerEvent.site_id, ServerEvent.order_id])
+              .returning(ServerEvent.id)
+              .execute())
     return any(True for _ in cursor)
 
 

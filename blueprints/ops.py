@@ -2,7 +2,7 @@
 from flask import Blueprint, current_app, jsonify
 
 from app.db import without_database
-from app.errors import render
+from app.errors import DATABASE_RETRY_AFTER_SECONDS, render
 from app.metrics import render_metrics
 from app.openapi import build_spec
 from models import database
@@ -24,7 +24,8 @@ def readyz():
             database.execute_sql("SELECT 1")
     except Exception as error:  # any failure to reach the database means not ready
         current_app.logger.warning("not ready: %s", type(error).__name__)
-        return render(503, "The database is unavailable.", {"Retry-After": "5"})
+        return render(503, "The database is unavailable.",
+                      {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
     return {"status": "ready"}
 
 

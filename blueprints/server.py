@@ -56,6 +56,10 @@ def opaque_id(description: str, *extra: Any) -> Text:
 
 
 class ServerEventSchema(Schema):
+    """Money is `amount` (major units) or `revenue_cents` (minor units), never both, always with
+    a `currency`; a currency alone is refused too, since it most likely means an amount was sent
+    under another name (`revenue`, `value`, `price`) that would otherwise be silently ignored."""
+
     class Meta:
         unknown = EXCLUDE
 

@@ -168,10 +168,12 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
         port = free_port()
         log_path = tmp_path / f"gunicorn-{port}.log"
         process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-w", str(workers), "-b", f"127.0.0.1:{port}",
-             "--access-logfile", "-", "--error-logfile", "-", "wsgi:app"],
-            cwd=ROOT, env=process_env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
+        with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-w", str(workers), "-b",
+                 f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
+                 "wsgi:app"],
+                cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
         server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
         started.append(server)
         deadline = time.monotonic() + 20

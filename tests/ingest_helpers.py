@@ -279,6 +279,8 @@ def _event_bodies() -> list[tuple[str, bytes, int, str]]:
          "events.0.properties: Too large: at most 16384 bytes as JSON, got 17008."),
         ("properties-many-keys", b([e(properties={f"k{i}": i for i in range(2000)})]),
          "events.0.properties: Too large: at most 16384 bytes as JSON, got 23781."),
+        ("fingerprint-17k", b(fingerprint={"p": "x" * 17_000}),
+         "fingerprint: Too large: at most 16384 bytes as JSON, got 17008."),
         ("userId-email", b(userId="Ann.Smith@example.co.uk"),
          "userId: Must be an opaque user id, not an e-mail address."),
         ("event-3-bad", b([e(), e(), e(), e("nope")]), types.replace("events.0", "events.3")),

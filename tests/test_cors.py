@@ -27,8 +27,8 @@ def test_preflight_is_answered(client, app, path):
     assert response.status_code in (200, 204)
     assert response.headers["Access-Control-Allow-Origin"] == "https://std.example"
     assert "POST" in response.headers["Access-Control-Allow-Methods"]
-    allowed = {h.strip().lower() for h in response.headers["Access-Control-Allow-Headers"].split(",")}
-    assert {"x-api-key", "authorization", "content-type", "content-encoding"} <= allowed
+    allowed = response.headers["Access-Control-Allow-Headers"].lower().replace(" ", "").split(",")
+    assert {"x-api-key", "authorization", "content-type", "content-encoding"} <= set(allowed)
     assert int(response.headers["Access-Control-Max-Age"]) > 0
     assert "Origin" in response.headers.get("Vary", "")
     assert stored_counts(app) == NOTHING

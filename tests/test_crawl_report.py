@@ -460,6 +460,7 @@ def test_ip_is_not_stored_logged_or_echoed(verifying_client, app, std_site, capl
     assert_no_address_in(dump, "the database")
 
 
+@pytest.mark.slow
 def test_live_server_never_logs_or_stores_the_ip(start_gunicorn, app, std_site, dns_server):
     server = start_gunicorn(workers=2, env={
         "EGIS_VERIFY_CRAWLERS": "true", "EGIS_DNS_SERVER": f"{dns_server.host}:{dns_server.port}",

@@ -586,6 +586,7 @@ def _post_live(url: str, key: str, body: dict) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+@pytest.mark.slow
 def test_concurrent_repeats_store_one_row(start_gunicorn, app, std_site):
     server = start_gunicorn(workers=4)
     body = {"eventName": "purchase", "amount": 120.5, "currency": "USD", "orderId": "race-1"}

@@ -1,0 +1,325 @@
+"""The Model Context Protocol over Streamable HTTP, stateless, JSON responses only.
+
+A sans-IO layer: `McpServer.handle(body, headers, context)` takes one POST's bytes and headers
+and returns the HTTP status and JSON to answer; the Flask view around it only authenticates.
+
+Why not the SDK's server: mcp 2.3.0 serves Streamable HTTP as an ASGI app (Starlette, anyio task
+groups, a lifespan-managed session manager). Mounting that inside this WSGI app (gunicorn sync
+workers, the shared key decorator, a Peewee connection per request) would take an ASGI-to-WSGI
+bridge and an event loop per request, for a surface this small: initialize, ping, tools/list,
+tools/call, server/discover. So this module speaks JSON-RPC itself, and borrows the SDK's sans-IO
+pieces so that the wire is what the SDK's own client expects: the protocol-version registry
+(mcp_types.version), the per-revision request validators and result serializers
+(mcp_types.methods), and the 2026-07-28 request ladder with its error-to-HTTP-status table
+(mcp.shared.inbound). The tests drive this endpoint with the SDK's streamable HTTP client.
+
+Protocol revisions: every revision the SDK speaks.
+- 2024-11-05 ... 2025-11-25 (handshake era): `initialize` negotiates (the client's version when
+  known, else the newest); later requests carry MCP-Protocol-Version (absent: 2025-03-26, as the
+  transport spec says). Stateless: no Mcp-Session-Id is issued, so nothing is remembered between
+  requests and `notifications/initialized` is acknowledged (202) and dropped.
+- 2026-07-28 (stateless era): no handshake; every request carries its version and capabilities in
+  params._meta plus the MCP-Protocol-Version and Mcp-Method headers, checked by the SDK's ladder;
+  `server/discover` describes the server; `ping` no longer exists.
+Routing follows the SDK's server: a handshake-era (or no) version header takes the handshake
+path, a 2026-07-28 header (or a body carrying the 2026 envelope) the stateless path; any other
+header value is answered -32022 (unsupported protocol version) with the versions served.
+
+JSON-RPC batches (arrays) are accepted only where the revision had them (2024-11-05 and
+2025-03-26, i.e. also when no version header is sent); 2025-06-18 removed batching, so from then
+on an array is an invalid request. Errors: -32700 parse error, -32600 invalid request, -32601
+method not found, -32602 invalid params (also an unknown tool name), -32022 unsupported version.
+A tool that fails (bad arguments, impossible period) answers a result with isError: true and a
+readable text, which the model can act on. HTTP status: on the 2026-07-28 path the SDK's table
+(400 for most errors, 404 for an unknown method); on the handshake path 400 for a body that is
+not JSON-RPC and 200 for errors about a well-formed request, as the SDK's transport does.
+"""
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundLadderRejection,
+    classify_inbound_request,
+)
+from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mcp_types import methods as mcp_methods
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+
+SERVED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+BATCHING_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
+# structuredContent arrived in 2025-06-18; older clients read the JSON from a text block.
+STRUCTURED_CONTENT_VERSIONS = frozenset(SERVED_VERSIONS) - BATCHING_VERSIONS
+LIST_CACHE_HINT = {"ttlMs": 3_600_000, "cacheScope": "private"}  # 2026-07-28 cacheable results
+
+
+class ToolError(Exception):
+    """A tool call that cannot be answered; the message goes to the model as an isError result."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    structured: dict[str, Any]
+    text: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    # (context, arguments) -> output; raises ToolError for a failure the model should see
+    handler: Callable[[Any, dict[str, Any]], ToolOutput]
+
+    def listing(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "inputSchema": self.input_schema, "outputSchema": self.output_schema,
+                "annotations": {"title": self.title, "readOnlyHint": True,
+                                "idempotentHint": True, "openWorldHint": False}}
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: Any = None  # JSON value; None: no body (202)
+
+    def content(self) -> bytes:
+        return b"" if self.body is None else orjson.dumps(self.body)
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def payload(self) -> dict[str, Any]:
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+@dataclass(frozen=True)
+class _Era:
+    modern: bool
+    version: str | None  # the header's version (handshake era; None when absent)
+
+    def status(self, code: int) -> int:
+        if self.modern:
+            return ERROR_CODE_HTTP_STATUS.get(code, 200)
+        return 400 if code in (PARSE_ERROR, INVALID_REQUEST) else 200
+
+
+def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.payload()}
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _first_problem(error: ValidationError) -> str:
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"] if part not in ("params",))
+    return f"{where}: {problem['msg']}" if where else problem["msg"]
+
+
+class McpServer:
+    def __init__(self, name: str, version: str, title: str, instructions: str,
+                 tools: list[Tool]) -> None:
+        self.info = {"name": name, "title": title, "version": version}
+        self.instructions = instructions
+        self.tools = {tool.name: tool for tool in tools}
+
+    # --- transport --------------------------------------------------------------------
+
+    def handle(self, body: bytes, headers: Mapping[str, str], context: Any) -> Reply:
+        """Answer one POST. `headers` must be keyed by lower-case names."""
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return Reply(400, _error(None, RpcError(PARSE_ERROR, "Parse error: the body is not "
+                                                                 "valid JSON.")))
+        header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if header is not None and header not in SERVED_VERSIONS:
+            error = RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                             {"supported": list(SERVED_VERSIONS), "requested": header})
+            return Reply(400, _error(None, error))
+        era = _Era(modern=header in MODERN_PROTOCOL_VERSIONS or (
+            header is None and _has_modern_envelope(message)), version=header)
+        if isinstance(message, list):
+            return self._batch(message, era, headers, context)
+        request_id, answer = self._message(message, era, headers, context)
+        if answer is None:
+            return Reply(202)
+        if isinstance(answer, RpcError):
+            return Reply(era.status(answer.code), _error(request_id, answer))
+        return Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": answer})
+
+    def _batch(self, messages: list[Any], era: _Era, headers: Mapping[str, str],
+               context: Any) -> Reply:
+        version = era.version or DEFAULT_NEGOTIATED_VERSION
+        if era.modern or version not in BATCHING_VERSIONS:
+            error = RpcError(INVALID_REQUEST, f"Invalid request: protocol revision {version} has "
+                                              "no JSON-RPC batches; send one message per POST.")
+            return Reply(400, _error(None, error))
+        if not messages:
+            return Reply(400, _error(None, RpcError(INVALID_REQUEST, "Invalid request: empty "
+                                                                     "batch.")))
+        replies = []
+        for message in messages:
+            if isinstance(message, dict) and message.get("method") == "initialize":
+                answer: Any = RpcError(INVALID_REQUEST, "Invalid request: initialize must not "
+                                                        "be part of a batch.")
+                request_id = message.get("id") if _valid_id(message.get("id")) else None
+            else:
+                request_id, answer = self._message(message, era, headers, context)
+            if isinstance(answer, RpcError):
+                replies.append(_error(request_id, answer))
+            elif answer is not None:
+                replies.append({"jsonrpc": "2.0", "id": request_id, "result": answer})
+        return Reply(200, replies) if replies else Reply(202)
+
+    def _message(self, message: Any, era: _Era, headers: Mapping[str, str],
+                 context: Any) -> tuple[Any, dict[str, Any] | RpcError | None]:
+        """(id, result or error), or (None, None) for a message owed no response."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None, RpcError(INVALID_REQUEST, "Invalid request: expected a JSON-RPC 2.0 "
+                                                   "object.")
+        request_id = message.get("id")
+        if "method" not in message and ("result" in message or "error" in message):
+            # A response from the client: this server never sends requests, so nothing awaits
+            # it; the handshake-era transport accepts it (202), the stateless one refuses it.
+            return (None, RpcError(INVALID_REQUEST, "Invalid request: this server sends no "
+                                                    "requests to answer.")) if era.modern \
+                else (None, None)
+        method = message.get("method")
+        has_id = "id" in message
+        if not isinstance(method, str) or (has_id and not _valid_id(request_id)):
+            return (request_id if _valid_id(request_id) else None,
+                    RpcError(INVALID_REQUEST, "Invalid request: `method` must be a string and "
+                                              "`id` a string or an integer."))
+        if not has_id:
+            return None, None  # a notification: acknowledged, nothing to act on statelessly
+        params = message.get("params")
+        try:
+            if era.modern:
+                return request_id, self._modern(message, method, params, headers, context)
+            return request_id, self._handshake(method, params, era.version, context)
+        except RpcError as error:
+            return request_id, error
+
+    # --- the two eras -----------------------------------------------------------------
+
+    def _handshake(self, method: str, params: Any, header_version: str | None,
+                   context: Any) -> dict[str, Any]:
+        if method == "initialize":
+            requested = params.get("protocolVersion") if isinstance(params, dict) else None
+            version = (requested if requested in HANDSHAKE_PROTOCOL_VERSIONS
+                       else LATEST_HANDSHAKE_VERSION)
+            self._validate(method, version, params)
+            return self._serialize(method, version, {
+                "protocolVersion": version, "capabilities": self._capabilities(),
+                "serverInfo": self.info, "instructions": self.instructions})
+        version = header_version or DEFAULT_NEGOTIATED_VERSION
+        handlers = {"ping": lambda: {}, "tools/list": self._list_tools,
+                    "tools/call": lambda: self._call_tool(params, version, context)}
+        if method not in handlers:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        self._validate(method, version, params)
+        return self._serialize(method, version, handlers[method]())
+
+    def _modern(self, message: dict[str, Any], method: str, params: Any,
+                headers: Mapping[str, str], context: Any) -> dict[str, Any]:
+        verdict = classify_inbound_request(message, headers=headers)
+        if isinstance(verdict, InboundLadderRejection):
+            raise RpcError(verdict.code, verdict.message, verdict.data)
+        version = verdict.protocol_version
+        handlers = {"server/discover": self._discover, "tools/list": self._list_tools,
+                    "tools/call": lambda: self._call_tool(params, version, context)}
+        if method not in handlers:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        self._validate(method, version, params)
+        result = handlers[method]()
+        if method in mcp_methods.CACHEABLE_METHODS:
+            result = {**LIST_CACHE_HINT, **result}
+        result = {**result, "resultType": "complete",
+                  "_meta": {SERVER_INFO_META_KEY: self.info}}
+        return self._serialize(method, version, result)
+
+    # --- methods ----------------------------------------------------------------------
+
+    def _capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": False}}
+
+    def _discover(self) -> dict[str, Any]:
+        return {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+                "capabilities": self._capabilities(), "instructions": self.instructions}
+
+    def _list_tools(self) -> dict[str, Any]:
+        return {"tools": [tool.listing() for tool in self.tools.values()]}
+
+    def _call_tool(self, params: dict[str, Any], version: str, context: Any) -> dict[str, Any]:
+        tool = self.tools.get(params["name"])
+        if tool is None:
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {params['name']}. Call tools/list "
+                                           "for the tools this server has.")
+        try:
+            output = tool.handler(context, params.get("arguments") or {})
+        except ToolError as error:
+            return {"content": [{"type": "text", "text": str(error)}], "isError": True}
+        content = [{"type": "text", "text": output.text}]
+        if version not in STRUCTURED_CONTENT_VERSIONS:
+            content.append({"type": "text", "text": orjson.dumps(output.structured).decode()})
+        return {"content": content, "structuredContent": output.structured, "isError": False}
+
+    # --- the SDK's per-revision schemas ---------------------------------------------------
+
+    @staticmethod
+    def _validate(method: str, version: str, params: Any) -> None:
+        try:
+            mcp_methods.validate_client_request(method, version, params)
+        except KeyError:
+            raise RpcError(METHOD_NOT_FOUND,
+                           f"Method not found: {method} (protocol {version})") from None
+        except ValidationError as error:
+            raise RpcError(INVALID_PARAMS,
+                           f"Invalid params for {method}: {_first_problem(error)}") from None
+
+    @staticmethod
+    def _serialize(method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return mcp_methods.serialize_server_result(method, version, result)
+        except ValidationError:
+            log.exception("the %s result does not match protocol %s", method, version)
+            raise RpcError(INTERNAL_ERROR, "Internal error: the server built an invalid "
+                                           "result.") from None
+
+
+def _has_modern_envelope(message: Any) -> bool:
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
