@@ -88,8 +88,10 @@ LOADER = FastLoader(BatchSchema, _extra_rules_hold)
 def refuse_restricted_types(types: set[str]) -> None:
     restricted = ingest.restricted_types(g.site, types)
     if restricted:
-        raise ApiError(403, f"Event types {', '.join(restricted)} need the Standard plan or "
-                            f"above; this site is on the {g.site.plan} plan. Nothing was stored.",
+        subject = (f"Event type {restricted[0]} needs" if len(restricted) == 1
+                   else f"Event types {', '.join(restricted)} need")
+        raise ApiError(403, f"{subject} the Standard plan or above; this site is on the "
+                            f"{g.site.plan} plan. Nothing was stored.",
                        tally_reason=REJECTED_403_PLAN, restrictedTypes=restricted)
 
 

@@ -2,14 +2,16 @@
 from flask import Blueprint, current_app, g
 from marshmallow import Schema, fields
 
-from app import quota
+from app import cors, quota
 from app.auth import require_key
+from app.cors import check_origin
 from app.errors import ApiError, render
 from app.limits import validate_per_ip
 from app.openapi import documented
 from models.api_key import SERVER, WRITE
 
 bp = Blueprint("validate", __name__)
+cors.enable(bp)
 
 
 class QuotaSchema(Schema):
@@ -45,6 +47,7 @@ class InvalidKeySchema(Schema):
 @require_key(WRITE, SERVER)
 def validate_key():
     site = g.site
+    check_origin(site.domain)
     state = quota.status(site, current_app.extensions["egis_usage"])
     return {
         "valid": True,

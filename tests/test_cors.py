@@ -107,3 +107,20 @@ def test_non_tracking_endpoints_send_no_cors_headers(client):
     for path in ("/healthz", "/api/openapi.json"):
         response = client.get(path, headers={"Origin": "https://std.example"})
         assert "Access-Control-Allow-Origin" not in response.headers
+
+
+@pytest.mark.parametrize("path", ["/api/server/events", "/api/crawl/report"])
+def test_server_key_endpoints_send_no_cors_headers(client, std_site, path):
+    response = client.post(path, json={}, headers=std_site.server_headers(
+        Origin="https://std.example"))
+    assert response.status_code < 500
+    assert "Access-Control-Allow-Origin" not in response.headers
+    assert "Access-Control-Allow-Origin" not in preflight(client, path).headers
+
+
+def test_validate_answers_cors_too(client, std_site):
+    response = preflight(client, "/api/validate")
+    assert response.headers.get("Access-Control-Allow-Origin") == "https://std.example"
+    real = client.get("/api/validate", headers=std_site.write_headers(
+        Origin="https://std.example"))
+    assert real.headers.get("Access-Control-Allow-Origin") == "https://std.example"

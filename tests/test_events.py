@@ -294,8 +294,10 @@ def test_form_submit_fields_lose_personal_data(client, app, std_site):
 def test_paid_types_on_the_free_plan_are_refused(client, app, free_site, types, restricted):
     response = post(client, free_site, batch([event(t) for t in types]))
     body = assert_json_error(response, 403)
+    subject = (f"Event type {restricted[0]} needs" if len(restricted) == 1
+               else f"Event types {', '.join(restricted)} need")
     assert body == {
-        "error": f"Event types {', '.join(restricted)} need the Standard plan or above; this "
+        "error": f"{subject} the Standard plan or above; this "
                  "site is on the free plan. Nothing was stored.",
         "restrictedTypes": restricted}
     assert stored_counts(app) == NOTHING
