@@ -37,10 +37,12 @@ Attribution  a payment goes to one session: the one named by the server event's 
              else its referrer source. Payments without such a session: '(unattributed)'.
 Web vitals   one metric per performance event, as the tracker sends one event per web-vitals
              callback: properties {"metric": "lcp"|"inp"|"cls"|"fcp"|"ttfb", "value": number}
-             (milliseconds; CLS unitless). p75 is the weighted nearest rank: the smallest value
-             whose cumulative weight, in ascending order, reaches 75% of the total weight. It is
-             the same SQL on both backends and honours sampling weights, which percentile_cont
-             cannot.
+             (milliseconds; CLS unitless); other metrics and non-numeric values are ignored.
+             p75 is percentile_cont(0.75): the linear interpolation at position 0.75 x (n - 1)
+             of the ascending values, PostgreSQL's ordered-set aggregate and the same arithmetic
+             over window functions on SQLite. Percentiles are not weighted: a sampled period's
+             samples are a uniform sample of its sessions (the result says `estimated`); the
+             sample counts are.
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
 """
 from collections.abc import Iterator
@@ -607,19 +609,20 @@ def _rating(metric: str, value: float) -> str:
     return "good" if value <= good else "needs improvement" if value <= poor else "poor"
 
 
-def _p75(samples: Any, keys: list[Any]) -> list[Any]:
-    """Columns of a GROUP BY `keys` over `samples` (value, w, sampled): p75, samples, sampled.
+def _p75(source: Any) -> list[Any]:
+    """Aggregates over `source` (value, w, sampled; on SQLite the `_p75_ranked` columns too):
+    p75, samples, sampled.
 
     p75 is PostgreSQL's percentile_cont(0.75): the linear interpolation at position
     0.75 x (n - 1) of the ascending values. SQLite has no ordered-set aggregates, so there the
-    same arithmetic runs on ROW_NUMBER/COUNT windows (in the CTE `_p75_ranked` builds)."""
-    s = samples.c
+    same arithmetic runs on ROW_NUMBER/COUNT windows (`_p75_ranked`)."""
+    s = source.c
     counted = [fn.SUM(s.w).alias("samples"), fn.MAX(s.sampled).alias("sampled")]
-    # PostgreSQL computes lo + (hi - lo) * fraction; SQLite below does the same operations.
     if is_postgres():
         ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), s.value))])
         return [NodeList((fn.percentile_cont(P75), SQL("WITHIN GROUP"), ordered)).alias("p75"),
                 *counted]
+    # PostgreSQL computes lo + (hi - lo) * fraction; the same operations, in the same order.
     low = fn.MAX(Case(None, [(s.position == s.low, s.value)]))
     high = fn.COALESCE(fn.MAX(Case(None, [(s.position == s.low + 1, s.value)])), low)
     return [(low + (high - low) * fn.MAX(s.fraction)).alias("p75"), *counted]
@@ -643,11 +646,39 @@ def _p75_ranked(samples: Any, keys: list[Any]) -> tuple[Any, tuple[Any, ...]]:
     return bounds, (ranks, bounds)
 
 
+def _site_and_page_p75(samples: Any, top: Any,
+                       top_urls: Any) -> tuple[Select, tuple[Any, ...]]:
+    """Each metric's p75 for the whole site and for each top page (rows: whole_site, page_no,
+    page, metric_no, p75, samples, sampled), and the further CTEs the query needs.
+
+    PostgreSQL: GROUPING SETS, so that one sort serves both levels (rows of other pages come
+    back with page_no NULL). SQLite has no grouping sets: the site's samples (page 0) and the
+    top pages' samples are stacked, then grouped."""
+    s, t, u = samples.c, top.c, top_urls.c
+    if is_postgres():
+        source = (samples.join(top_urls, JOIN.LEFT_OUTER, on=(u.url == s.url))
+                  .join(top, JOIN.LEFT_OUTER, on=(t.page_no == u.page_no)))
+        sets = EnclosedNodeList([EnclosedNodeList([s.metric_no]),
+                                 EnclosedNodeList([s.metric_no, u.page_no, t.page])])
+        return (Select([source], [fn.GROUPING(u.page_no).alias("whole_site"), u.page_no,
+                                  t.page, s.metric_no, *_p75(samples)])
+                .group_by(NodeList((SQL("GROUPING SETS"), sets)))), ()
+    stacked = (Select([samples], [Value(0).alias("page_no"), s.metric_no, s.value, s.w,
+                                  s.sampled])
+               + Select([samples.join(top_urls, on=(u.url == s.url))],
+                        [u.page_no, s.metric_no, s.value, s.w, s.sampled])).cte("stacked")
+    ranked, ranking_ctes = _p75_ranked(stacked, [stacked.c.page_no, stacked.c.metric_no])
+    r = ranked.c
+    return (Select([ranked.join(top, JOIN.LEFT_OUTER, on=(t.page_no == r.page_no))],
+                   [(r.page_no == 0).alias("whole_site"), r.page_no, fn.MAX(t.page).alias("page"),
+                    r.metric_no, *_p75(ranked)])
+            .group_by(r.page_no, r.metric_no)), (stacked, *ranking_ctes)
+
+
 def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     metric = _json_text(Event.properties, "metric")
     value = _json_number(Event.properties, "value")
-    # Metrics and pages travel as small integers so that sorting compares numbers, not text;
-    # page 0 stands for the whole site.
+    # Metrics and pages travel as small integers so that sorting compares numbers, not text.
     metric_no = Case(metric, [(name, number) for number, name in enumerate(VITALS)])
     samples = (Event.select(Event.page_url.alias("url"), metric_no.alias("metric_no"),
                             value.alias("value"), Event.weight.alias("w"),
@@ -666,24 +697,16 @@ def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     t = top.c
     top_urls = (Select([pages.join(top, on=(t.page == g.page))], [g.url, t.page_no])
                 .cte("top_urls"))
-    scoped = (Select([samples], [Value(0).alias("page_no"), s.metric_no, s.value, s.w,
-                                 s.sampled])
-              + Select([samples.join(top_urls, on=(top_urls.c.url == s.url))],
-                       [top_urls.c.page_no, s.metric_no, s.value, s.w, s.sampled])
-              ).cte("scoped")
-    ranked, ranking_ctes = _p75_ranked(scoped, [scoped.c.page_no, scoped.c.metric_no])
-    r = ranked.c
-    grouping = [r.page_no, r.metric_no]
-    found = _fetch(Select([ranked.join(top, JOIN.LEFT_OUTER, on=(t.page_no == r.page_no))],
-                          [*grouping, fn.MAX(t.page).alias("page"), *_p75(ranked, grouping)])
-                   .group_by(*grouping).order_by(*grouping)
-                   .with_cte(samples, per_url, pages, top, top_urls, scoped, *ranking_ctes))
+    query, more_ctes = _site_and_page_p75(samples, top, top_urls)
+    found = _fetch(query.with_cte(samples, per_url, pages, top, top_urls, *more_ctes))
     site_wide: dict[str, Any] = dict.fromkeys(VITALS)
     listed: dict[int, dict[str, Any]] = {}
     for row in found:
         name, p75, count = VITALS[row["metric_no"]], float(row["p75"]), _count(row["samples"])
-        if row["page_no"] == 0:
+        if row["whole_site"]:
             site_wide[name] = {"p75": p75, "samples": count, "rating": _rating(name, p75)}
+            continue
+        if row["page_no"] is None:  # the pages below the top ones, together
             continue
         page = listed.setdefault(row["page_no"], {"page": row["page"], "samples": 0,
                                                   **dict.fromkeys(VITALS)})
@@ -712,12 +735,14 @@ def crawler_activity(site_id: int, period: Period, limit: int,
     if category is not None:
         where &= CrawlHit.category == category
     hits = fn.COUNT(CrawlHit.id)
-    crawlers = _fetch(CrawlHit.select(CrawlHit.crawler, CrawlHit.category, hits.alias("hits"),
+    crawler = fn.COALESCE(CrawlHit.crawler, UNKNOWN_CRAWLER)
+    crawlers = _fetch(CrawlHit.select(crawler.alias("crawler"), CrawlHit.category,
+                                      hits.alias("hits"),
                                       fn.SUM(_when(CrawlHit.verified, 1)).alias("verified"),
                                       fn.SUM(_when(CrawlHit.spoofed, 1)).alias("spoofed"),
                                       fn.MAX(CrawlHit.received_at).alias("last_seen"))
-                      .where(where).group_by(CrawlHit.crawler, CrawlHit.category)
-                      .order_by(SQL("hits").desc(), _bytewise(CrawlHit.crawler),
+                      .where(where).group_by(crawler, CrawlHit.category)
+                      .order_by(SQL("hits").desc(), _bytewise(crawler),
                                 _bytewise(CrawlHit.category)).limit(limit))
     categories = _fetch(CrawlHit.select(CrawlHit.category, hits.alias("hits")).where(where)
                         .group_by(CrawlHit.category)
@@ -730,7 +755,7 @@ def crawler_activity(site_id: int, period: Period, limit: int,
         "total_hits": sum(int(row["hits"]) for row in categories),
         "categories": [{"category": row["category"], "hits": int(row["hits"])}
                        for row in categories],
-        "crawlers": [{"crawler": row["crawler"] or UNKNOWN_CRAWLER, "category": row["category"],
+        "crawlers": [{"crawler": row["crawler"], "category": row["category"],
                       "hits": int(row["hits"]), "verified": int(row["verified"] or 0),
                       "spoofed": int(row["spoofed"] or 0),
                       "last_seen": _timestamp(row["last_seen"])} for row in crawlers],

@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT_KEY": "6000/minute",
     "RATE_LIMIT_IP": "600/minute",
     "RATE_LIMIT_VALIDATE": "60/minute",
+    "RATE_LIMIT_MCP": "300/minute",  # per server key, /api/mcp
     "TRUSTED_PROXIES": 0,
     "MAX_BODY_BYTES": 1_048_576,
     "SAMPLE_RATE": 0.1,

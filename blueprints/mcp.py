@@ -21,7 +21,7 @@ from app.bodies import raw_body
 from app.crawlers import BOT_CATEGORIES
 from app.errors import MESSAGES, ApiError, format_validation_messages, render
 from app.ingest import EVENT_TYPES
-from app.limits import limiter
+from app.limits import limiter, retry_after_seconds
 from app.mcp_protocol import McpServer, Tool, ToolError, ToolOutput
 from app.openapi import API_VERSION, documented
 from app.validation import json_schema_of
@@ -33,7 +33,6 @@ bp = Blueprint("mcp", __name__)
 
 DEFAULT_DAYS = 30
 RATE_LIMIT = "RATE_LIMIT_MCP"
-DEFAULT_RATE_LIMIT = "300/minute"
 
 
 # --- Arguments ----------------------------------------------------------------------------
@@ -329,7 +328,8 @@ def _render_overview(r: dict[str, Any]) -> str:
 
 def _render_pages(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, "Top pages"),
-                      f"{_n(r['total_pageviews'])} page views over {r['distinct_pages']} pages",
+                      f"{_n(r['total_pageviews'])} page views over {_n(r['distinct_pages'])} "
+                      "pages",
                       *_lines(r["pages"], lambda row: f"{row['page']}: {_n(row['pageviews'])} "
                                                       f"views, {_n(row['visitors'])} visitors")])
 
@@ -355,8 +355,8 @@ def _render_goals(r: dict[str, Any]) -> str:
 
 
 def _money(row: dict[str, Any]) -> str:
-    return (f"net {row['net']} {row['currency']} ({row['orders']} orders, gross {row['gross']}, "
-            f"{row['refund_count']} refunds of {row['refunds']})")
+    return (f"net {row['net']} {row['currency']} ({_n(row['orders'])} orders, gross "
+            f"{row['gross']}, {_n(row['refund_count'])} refunds of {row['refunds']})")
 
 
 def _render_revenue(r: dict[str, Any]) -> str:
@@ -370,7 +370,7 @@ def _render_vitals(r: dict[str, Any]) -> str:
                      for metric, vital in r["site_vitals"].items() if vital)
     return "\n".join([_head(r, "Web vitals, p75 (ms; CLS unitless)"),
                       f"Whole site: {site or 'no samples'}",
-                      *_lines(r["pages"], lambda row: f"{row['page']} ({row['samples']} "
+                      *_lines(r["pages"], lambda row: f"{row['page']} ({_n(row['samples'])} "
                               "samples): " + ", ".join(f"{metric} {row[metric]:g}" for metric
                                                        in analytics.VITALS
                                                        if row[metric] is not None))])
@@ -378,7 +378,7 @@ def _render_vitals(r: dict[str, Any]) -> str:
 
 def _render_errors(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, "Errors"), f"{_n(r['total_errors'])} errors, "
-                                          f"{r['distinct_messages']} distinct messages",
+                                          f"{_n(r['distinct_messages'])} distinct messages",
                       *_lines(r["errors"], lambda row: f"{row['message'][:200]}: "
                               f"{_n(row['occurrences'])} times in {_n(row['sessions'])} "
                               f"sessions, last {row['last_seen']}")])
@@ -389,15 +389,16 @@ def _render_crawlers(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, "Crawler activity"),
                       f"{_n(r['total_hits'])} hits: {categories or 'none'}", "Crawlers:",
                       *_lines(r["crawlers"], lambda row: f"{row['crawler']} ({row['category']}"
-                              f"): {_n(row['hits'])} hits, {row['verified']} verified, "
-                              f"{row['spoofed']} spoofed, last {row['last_seen']}"),
+                              f"): {_n(row['hits'])} hits, {_n(row['verified'])} verified, "
+                              f"{_n(row['spoofed'])} spoofed, last {row['last_seen']}"),
                       "Top paths:", *_lines(r["top_paths"], lambda row: f"{row['path']}: "
-                                            f"{_n(row['hits'])} hits by {row['crawlers']} "
+                                            f"{_n(row['hits'])} hits by {_n(row['crawlers'])} "
                                             "crawlers")])
 
 
 def _ingest_line(row: dict[str, Any]) -> str:
-    rejected = ", ".join(f"{reason} {count}" for reason, count in sorted(row["rejected"].items()))
+    rejected = ", ".join(f"{reason} {_n(count)}"
+                         for reason, count in sorted(row["rejected"].items()))
     return (f"stored {_n(row['events_stored'])} events, {_n(row['server_events_stored'])} "
             f"server events, {_n(row['crawl_hits_stored'])} crawl hits; sampled away "
             f"{_n(row['sampled_away'])}, duplicate batches {_n(row['duplicate_batches'])}, bots "
@@ -530,7 +531,7 @@ def _accepts_json() -> bool:
     return bool(types & {"application/json", "application/*", "*/*"})
 
 
-mcp_limit = limiter.limit(lambda: current_app.config.get(RATE_LIMIT, DEFAULT_RATE_LIMIT),
+mcp_limit = limiter.limit(lambda: current_app.config[RATE_LIMIT],
                           key_func=lambda: f"mcp:{g.key.id}")
 
 
@@ -577,4 +578,4 @@ def _too_large(_error: RequestEntityTooLarge) -> Response:
 @bp.errorhandler(RateLimitExceeded)
 def _rate_limited(error: RateLimitExceeded) -> Response:
     return render(429, f"Rate limit exceeded ({error.description}); retry after the "
-                       "Retry-After delay.")
+                       "Retry-After delay.", {"Retry-After": str(retry_after_seconds())})

@@ -44,6 +44,7 @@ ROUTES = [
     AuthRoute("POST", "/api/server/events", (SERVER,), body={"eventName": "signup"}),
     AuthRoute("POST", "/api/crawl/report", (SERVER,), ok_status=204,
               body={"path": "/pricing", "userAgent": "Mozilla/5.0 (compatible; GPTBot/1.2)"}),
+    AuthRoute("POST", "/api/mcp", (SERVER,), body={"jsonrpc": "2.0", "id": 1, "method": "ping"}),
 ]
 
 UNKNOWN_WRITE = "egis_" + "A" * 43
