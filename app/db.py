@@ -1,14 +1,45 @@
 """Binds the models' database handle: pooled PostgreSQL or SQLite, a connection per request."""
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, current_app, request
-from peewee import Database, PostgresqlDatabase
+from peewee import Database, OperationalError, PostgresqlDatabase, ProgrammingError
 from playhouse.db_url import connect as connect_url
 from playhouse.db_url import register_database
 from playhouse.pool import PooledPostgresqlDatabase
 
 from models import database
+
+UNDEFINED_STATEMENT = "26000"  # PostgreSQL's invalid_sql_statement_name
+
+
+@dataclass(frozen=True)
+class PreparedStatement:
+    """A PostgreSQL statement prepared once per pooled connection, on its first use.
+
+    Parsing and planning the ingest statement took 40 % of PostgreSQL's time for a one-event
+    batch; prepared, that is paid once per connection instead of once per request. Preparing
+    lazily (when EXECUTE says the name is unknown) works for connections of any age and for
+    databases whose tables did not exist yet when the connection opened.
+    """
+
+    name: str
+    parameters: tuple[tuple[str, str], ...]  # (parameter name, SQL type), in $1, $2 ... order
+    body: str  # the statement, with $1, $2 ... placeholders
+
+    def execute(self, values: dict[str, Any]) -> Any:
+        execute = (f"EXECUTE {self.name}("
+                   + ", ".join(f"%({name})s" for name, _type in self.parameters) + ")")
+        try:
+            return database.execute_sql(execute, values)
+        except (OperationalError, ProgrammingError) as error:
+            # Peewee keeps the driver's exception as `orig`; its pgcode says what failed.
+            if getattr(getattr(error, "orig", None), "pgcode", None) != UNDEFINED_STATEMENT:
+                raise
+        types = ", ".join(sql_type for _name, sql_type in self.parameters)
+        database.execute_sql(f"PREPARE {self.name}({types}) AS {self.body}")
+        return database.execute_sql(execute, values)
 
 
 class PostgresPool(PooledPostgresqlDatabase):

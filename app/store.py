@@ -4,7 +4,8 @@ On PostgreSQL a batch is stored by a single data-modifying CTE: the batch row is
 ON CONFLICT DO NOTHING, and the events and the usage shard are inserted *from* its RETURNING
 row, so a duplicate batch inserts nothing at all, atomically, even when two copies race. The
 events travel as one JSON array parameter unpacked by jsonb_to_recordset: one round trip, no
-query per event, and almost no Python work per event. Peewee's query builder has no way to
+query per event, and almost no Python work per event; the statement is prepared once per
+connection (app.db.PreparedStatement). Peewee's query builder has no way to
 spell a column definition list (`AS e(type text, ...)`), hence the hand-written statement,
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
 in one transaction.
@@ -16,36 +17,41 @@ from typing import Any
 import orjson
 from peewee import IntegrityError
 
-from app.db import is_postgres
+from app.db import PreparedStatement, is_postgres
 from models import Batch, Event, Usage, database
 
 # Per-event columns; the batch-wide ones come from BatchRows.
 EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
                  "client_ts", "occurred_at")
 
-_PG_STORE_BATCH = """
+_PG_STORE_BATCH = PreparedStatement(
+    name="egis_store_batch",
+    parameters=(("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
+                ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
+                ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"),
+                ("events", "jsonb"), ("period", "text"), ("shard", "smallint")),
+    body="""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
-    VALUES (%(site_id)s, %(batch_key)s, %(count)s, %(received_at)s)
+    VALUES ($1, $2, $3, $4)
     ON CONFLICT (site_id, batch_key) DO NOTHING
     RETURNING id
 ), stored AS (
     INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
                        page_url, page_title, referrer, properties, client_ts, sent_ts,
                        occurred_at, received_at, weight)
-    SELECT %(site_id)s, new_batch.id, %(session_id)s, %(anonymous_id)s, %(user_id)s, e.type,
-           e.name, e.page_url, e.page_title, e.referrer, e.properties, e.client_ts,
-           %(sent_ts)s, e.occurred_at, %(received_at)s, %(weight)s
-    FROM new_batch, jsonb_to_recordset(%(events)s::jsonb) AS e(
+    SELECT $1, new_batch.id, $5, $6, $7, e.type, e.name, e.page_url, e.page_title, e.referrer,
+           e.properties, e.client_ts, $8, e.occurred_at, $4, $9
+    FROM new_batch, jsonb_to_recordset($10) AS e(
         type text, name text, page_url text, page_title text, referrer text,
         properties jsonb, client_ts bigint, occurred_at timestamp)
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
-    SELECT %(site_id)s, %(period)s, %(shard)s, %(count)s FROM new_batch WHERE %(count)s > 0
+    SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
 )
 SELECT count(*) FROM new_batch
-"""
+""")
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def _store_postgres(rows: BatchRows) -> bool:
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
         "period": rows.period, "shard": rows.shard,
     }
-    (inserted,) = database.execute_sql(_PG_STORE_BATCH, params).fetchone()
+    (inserted,) = _PG_STORE_BATCH.execute(params).fetchone()
     return inserted == 1
 
 
