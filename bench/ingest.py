@@ -11,7 +11,9 @@ counting events actually stored in PostgreSQL (not responses) per second. Needs 
 """
 import argparse
 import os
+import pwd
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -43,6 +45,32 @@ def stored_events() -> int:
     return count
 
 
+def cpu_ticks() -> dict[str, int]:
+    """CPU time (clock ticks, user + system) of gunicorn, PostgreSQL, wrk and the machine."""
+    postgres_uid = pwd.getpwnam("postgres").pw_uid
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk, once it has been waited for
+    totals = {"gunicorn": 0, "postgres": 0,
+              "wrk": round((children.ru_utime + children.ru_stime) * os.sysconf("SC_CLK_TCK"))}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmd:
+                fields = stat.read().rsplit(")", 1)[1].split()
+                command = cmd.read().replace(b"\0", b" ").decode(errors="replace")
+            uid = os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            continue
+        used = int(fields[11]) + int(fields[12])
+        if "gunicorn" in command:
+            totals["gunicorn"] += used
+        elif uid == postgres_uid:
+            totals["postgres"] += used
+    with open("/proc/stat") as stat:
+        cpu = list(map(int, stat.readline().split()[1:]))
+    totals["busy"] = sum(cpu) - cpu[3] - cpu[4]
+    totals["all"] = sum(cpu)
+    return totals
+
+
 def flask(*args: str, env: dict[str, str]) -> str:
     return subprocess.run([sys.executable, "-m", "flask", *args], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True).stdout
@@ -54,13 +82,20 @@ def wrk(path: str, duration: int, connections: int, threads: int,
     if script:
         command += ["-s", script]
     command.append(f"http://127.0.0.1:{PORT}{path}")
+    before = cpu_ticks()
     output = subprocess.run(command, env={**os.environ, **(script_env or {})}, check=True,
                             capture_output=True, text=True).stdout
+    after = cpu_ticks()
     requests = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(\w+)", output)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    total = int(re.search(r"(\d+) requests in", output).group(1))
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    per_request = {name: (after[name] - before[name]) * tick_ms / total
+                   for name in ("gunicorn", "postgres", "wrk")}
     return {"rps": requests, "p99": f"{p99.group(1)}{p99.group(2)}" if p99 else "?",
-            "non2xx": int(errors.group(1)) if errors else 0}
+            "non2xx": int(errors.group(1)) if errors else 0, "cpu": per_request,
+            "busy": (after["busy"] - before["busy"]) / (after["all"] - before["all"])}
 
 
 def main() -> None:
@@ -68,7 +103,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=5)
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--worker-threads", type=int, default=1,
+                        help="gunicorn threads per worker (1: sync workers)")
     args = parser.parse_args()
 
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
@@ -76,6 +113,7 @@ def main() -> None:
     env = {**os.environ, "DATABASE_URL": DB_URL, "FLASK_APP": "wsgi.py",
            "EGIS_RATE_LIMIT_KEY": '"100000000/minute"', "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
            "GUNICORN_BIND": f"127.0.0.1:{PORT}", "GUNICORN_WORKERS": str(args.workers),
+           "GUNICORN_THREADS": str(args.worker_threads),
            "GUNICORN_LOGLEVEL": "warning"}
     flask("db", "upgrade", env=env)
     flask("sites", "create", "bench.example", "--plan", "pro", "--monthly-quota", "2000000000",
@@ -110,14 +148,18 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=20)
 
-    print(f"\n{args.workers} gunicorn workers, wrk -t{args.threads} -c{args.connections} "
-          f"-d{args.duration}s, {os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL\n")
-    print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx |")
-    print("|---|---|---|---|---|---|")
+    print(f"\n{args.workers} gunicorn workers x {args.worker_threads} threads, "
+          f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL\n")
+    print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
+          "| CPU ms/request: gunicorn / PostgreSQL / wrk | machine busy |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, rps, stored, result in rows:
         stored_text = f"{stored:,.0f}" if stored is not None else "-"
+        cpu = result["cpu"]
         print(f"| {name} | {rps:,.0f} | {rps / noop['rps']:.2f} | {stored_text} | "
-              f"{result['p99']} | {result['non2xx']} |")
+              f"{result['p99']} | {result['non2xx']} | {cpu['gunicorn']:.2f} / "
+              f"{cpu['postgres']:.2f} / {cpu['wrk']:.2f} | {result['busy']:.0%} |")
 
 
 if __name__ == "__main__":
