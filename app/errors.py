@@ -3,15 +3,13 @@ import logging
 from typing import Any
 
 from flask import Flask, Response, g, jsonify
-from flask_limiter.errors import RateLimitExceeded
 from marshmallow import ValidationError
 from peewee import InterfaceError, OperationalError
 from playhouse.pool import MaxConnectionsExceeded
 from werkzeug.exceptions import HTTPException
 
 from app import tally
-from app.limits import retry_after_seconds
-from models.ingest_tally import REJECTED_400, REJECTED_413, REJECTED_429
+from models.ingest_tally import REJECTED_400, REJECTED_413
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +81,6 @@ def _validation_error(error: ValidationError) -> Response:
     return render(400, format_validation_messages(error.messages), details=error.messages)
 
 
-def _rate_limited(error: RateLimitExceeded) -> Response:
-    _count_rejection(REJECTED_429)
-    return render(429, f"Rate limit exceeded ({error.description}); retry after the "
-                  "Retry-After delay.", {"Retry-After": str(retry_after_seconds())})
-
-
 def _http_error(error: HTTPException) -> Response:
     status = error.code or 500
     if status == 413:
@@ -115,7 +107,6 @@ def _unexpected(error: Exception) -> Response:
 def init_app(app: Flask) -> None:
     app.register_error_handler(ApiError, _api_error)
     app.register_error_handler(ValidationError, _validation_error)
-    app.register_error_handler(RateLimitExceeded, _rate_limited)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(OperationalError, _database_unavailable)
     app.register_error_handler(InterfaceError, _database_unavailable)

@@ -12,7 +12,7 @@ from flask import g, request
 from app import crawlers, tally
 from app.auth import require_key
 from app.cors import check_origin
-from app.limits import per_ip, per_key
+from app.limits import PER_IP, PER_KEY, limited
 from models.api_key import WRITE
 from models.ingest_tally import BOT
 
@@ -31,10 +31,9 @@ def tracking_endpoint(bot_answer: Callable[[], dict[str, Any]]
     """Guard a tracking view; a bot gets `bot_answer()` (200) and only the tally is stored."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
-        @per_key
-        @per_ip
+        @limited(PER_KEY, PER_IP)
         @wraps(view)
-        def limited(*args: Any, **kwargs: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             if is_bot_request():
                 tally.add(g.site.id, BOT)
                 return bot_answer()
@@ -44,7 +43,7 @@ def tracking_endpoint(bot_answer: Callable[[], dict[str, Any]]
         @wraps(view)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             check_origin(g.site.domain)
-            return limited(*args, **kwargs)
+            return counted(*args, **kwargs)
 
         return guarded
 

@@ -10,7 +10,7 @@ from app.auth import require_key
 from app.bodies import json_object, raw_body
 from app.crawlers import MAX_USER_AGENT_LENGTH
 from app.fields import Text
-from app.limits import per_key
+from app.limits import PER_KEY, limited
 from app.openapi import documented
 from models.api_key import SERVER
 
@@ -84,7 +84,7 @@ def no_content() -> Response:
     tags=("server",),
 )
 @require_key(SERVER)
-@per_key
+@limited(PER_KEY)
 def post_crawl_report():
     report = SCHEMA.load(json_object(raw_body()))
     crawl_reports.record(g.site.id, report, crawl_reports.verifier_for(current_app))

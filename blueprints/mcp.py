@@ -10,8 +10,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request
-from flask_limiter.errors import RateLimitExceeded
+from flask import Blueprint, Response, g, request
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -21,7 +20,8 @@ from app.bodies import raw_body
 from app.crawlers import BOT_CATEGORIES
 from app.errors import MESSAGES, ApiError, format_validation_messages, render
 from app.ingest import EVENT_TYPES
-from app.limits import limiter, retry_after_seconds
+from app.limits import MCP as MCP_LIMIT
+from app.limits import limited
 from app.mcp_protocol import McpServer, Tool, ToolError, ToolOutput
 from app.openapi import API_VERSION, documented
 from app.validation import json_schema_of
@@ -32,7 +32,6 @@ from models.site import utcnow
 bp = Blueprint("mcp", __name__)
 
 DEFAULT_DAYS = 30
-RATE_LIMIT = "RATE_LIMIT_MCP"
 
 
 # --- Arguments ----------------------------------------------------------------------------
@@ -531,10 +530,6 @@ def _accepts_json() -> bool:
     return bool(types & {"application/json", "application/*", "*/*"})
 
 
-mcp_limit = limiter.limit(lambda: current_app.config[RATE_LIMIT],
-                          key_func=lambda: f"mcp:{g.key.id}")
-
-
 @bp.post("/api/mcp")
 @documented(
     "MCP endpoint for AI agents (Streamable HTTP, stateless, JSON responses)",
@@ -551,7 +546,7 @@ mcp_limit = limiter.limit(lambda: current_app.config[RATE_LIMIT],
     tags=("agents",),
 )
 @require_key(SERVER)
-@mcp_limit
+@limited(MCP_LIMIT)
 def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "
@@ -573,9 +568,3 @@ def _api_error(error: ApiError) -> Response:
 @bp.errorhandler(RequestEntityTooLarge)
 def _too_large(_error: RequestEntityTooLarge) -> Response:
     return render(413, MESSAGES[413])
-
-
-@bp.errorhandler(RateLimitExceeded)
-def _rate_limited(error: RateLimitExceeded) -> Response:
-    return render(429, f"Rate limit exceeded ({error.description}); retry after the "
-                       "Retry-After delay.", {"Retry-After": str(retry_after_seconds())})

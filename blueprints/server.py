@@ -17,7 +17,7 @@ from app.auth import require_key
 from app.bodies import json_object_exact, raw_body
 from app.errors import ApiError
 from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
-from app.limits import per_key
+from app.limits import PER_KEY, limited
 from app.money import MoneyError, normalize_currency
 from app.openapi import documented
 from app.privacy import looks_like_email
@@ -155,7 +155,7 @@ def require_paid_plan() -> None:
     tags=("server",),
 )
 @require_key(SERVER)
-@per_key
+@limited(PER_KEY)
 def post_server_event():
     require_paid_plan()
     event = SCHEMA.load(json_object_exact(raw_body()))

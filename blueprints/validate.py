@@ -6,7 +6,7 @@ from app import cors, quota
 from app.auth import require_key
 from app.cors import check_origin
 from app.errors import ApiError, render
-from app.limits import validate_per_ip
+from app.limits import VALIDATE, limited
 from app.openapi import documented
 from models.api_key import SERVER, WRITE
 
@@ -43,7 +43,7 @@ class InvalidKeySchema(Schema):
                429: (None, "Rate limited (per client IP).")},
     tags=("keys",),
 )
-@validate_per_ip  # counted before the key is checked: a flood of bad keys is limited too
+@limited(VALIDATE)  # counted before the key is checked: a flood of bad keys is limited too
 @require_key(WRITE, SERVER)
 def validate_key():
     site = g.site
