@@ -7,7 +7,14 @@ from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 from app import cors, ingest
 from app.bodies import json_object, raw_body
 from app.errors import ApiError
-from app.fields import MAX_EPOCH_MS, NUL_ESCAPE, Flag, JSONObject, Number, Text
+from app.fields import (
+    MAX_EPOCH_MS,
+    NUL_ESCAPE,
+    Flag,
+    JSONObject,
+    Number,
+    Text,
+)
 from app.openapi import documented
 from app.privacy import looks_like_email
 from app.tracking import tracking_endpoint
@@ -73,13 +80,16 @@ class PlanRestrictedSchema(Schema):
 
 
 def _extra_rules_hold(batch: dict[str, Any]) -> bool:
-    """The schema's rules that its JSON Schema form cannot carry (see app.validation)."""
+    """The schema's rules that its JSON Schema form cannot carry (see app.validation).
+
+    NUL characters are the caller's check (on the raw body, see post_events).
+    """
     user_id = batch.get("userId")
     if isinstance(user_id, str) and looks_like_email(user_id):
         return False
-    if JSONObject.problem(batch.get("fingerprint")):
-        return False
-    return not any(JSONObject.problem(event.get("properties")) for event in batch["events"])
+    return JSONObject.all_acceptable(
+        [value for value in (batch.get("fingerprint"),
+                             *(event.get("properties") for event in batch["events"])) if value])
 
 
 LOADER = FastLoader(BatchSchema, _extra_rules_hold)

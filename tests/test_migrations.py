@@ -5,6 +5,7 @@ import uuid
 
 import psycopg2
 import pytest
+from peewee import ModelIndex
 
 from app.cli import MIGRATIONS_DIR
 from app.db import is_postgres, release_connections
@@ -90,7 +91,12 @@ def test_the_indexes_exist(upgraded):
     # And every index a model declares, with its uniqueness.
     for model in ALL_MODELS:
         indexes = _indexes(model._meta.table_name)
-        for fields, unique in model._meta.indexes:
+        for declared in model._meta.indexes:
+            if isinstance(declared, ModelIndex):  # e.g. a partial index
+                fields = tuple(field.column_name for field in declared._expressions)
+                unique = declared._unique
+            else:
+                fields, unique = declared
             assert indexes.get(tuple(fields)) is unique, (model.__name__, fields, indexes)
         for field in model._meta.sorted_fields:
             if field.unique:
