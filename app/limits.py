@@ -128,8 +128,15 @@ def init_app(app: Flask) -> None:
     if uri.startswith("memory://"):
         app.config["RATELIMIT_STORAGE_URI"] = "egis-memory://" + uri.removeprefix("memory://")
     limiter.init_app(app)
-    # No view uses flask-limiter's own decorators or default limits, so its per-request hooks
-    # would only walk an empty registry.
-    hooks = app.before_request_funcs.get(None, [])
-    if limiter._check_request_limit in hooks:  # absent when RATELIMIT_ENABLED is off
-        hooks.remove(limiter._check_request_limit)
+    _detach_request_hooks(app)
+
+
+def _detach_request_hooks(app: Flask) -> None:
+    """Drop flask-limiter's per-request hooks: no view uses its decorators or default limits,
+    and Retry-After is set by RateLimit.hit, so they would only walk an empty registry."""
+    ours = {limiter._check_request_limit, limiter._Limiter__release_context}
+    for registry in (app.before_request_funcs, app.after_request_funcs,
+                     app.teardown_request_funcs):
+        hooks = registry.get(None, [])
+        hooks[:] = [hook for hook in hooks
+                    if hook not in ours and getattr(hook, "args", ()) != (limiter,)]
