@@ -100,12 +100,12 @@ def wrk(path: str, duration: int, connections: int, threads: int,
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
-    parser.add_argument("--worker-threads", type=int, default=1,
-                        help="gunicorn threads per worker (1: sync workers)")
+    parser.add_argument("--worker-threads", type=int, default=4,
+                        help="gunicorn threads per worker")
     args = parser.parse_args()
 
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")

@@ -7,10 +7,11 @@ import os
 import tempfile
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-# Sync workers: the work is CPU-bound Python plus one short database round trip, and a few
-# more workers than cores keep the CPUs busy while others wait on the commit.
-workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+# One process per core, a few threads each: the work is CPU-bound Python plus one database
+# round trip, and the threads keep a core busy while others wait on the commit. gthread also
+# keeps client (or nginx upstream) connections alive. bench/README.md has the measurements.
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count()))
+worker_class = "gthread"
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 backlog = 2048
 timeout = 30
