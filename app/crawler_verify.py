@@ -19,6 +19,8 @@ import dns.rdatatype
 import dns.resolver
 import dns.reversename
 
+from app.networks import parse_ip
+
 _Result = bool | None
 _MAX_CANDIDATES = 3
 
@@ -59,7 +61,7 @@ class CrawlerVerifier:
 
     def verify(self, ip: str, domains: tuple[str, ...]) -> bool | None:
         """Check `ip` against the crawler's `domains`. Raises ValueError for an invalid IP."""
-        address = _parse_ip(ip)
+        address = parse_ip(ip)
         if isinstance(domains, str):
             domains = (domains,)
         suffixes = tuple(sorted({_normalize_domain(d) for d in domains} - {""}))
@@ -149,20 +151,6 @@ def _parse_server(entry: str) -> tuple[str, int]:
         raise ValueError(f"invalid DNS server port: {entry!r}")
     return host, port_number
 
-
-def _parse_ip(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    if not isinstance(ip, str):
-        raise ValueError("IP address must be a string")
-    try:
-        address = ipaddress.ip_address(ip.strip())
-    except ValueError:
-        raise ValueError("not a valid IP address") from None
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address.scope_id:
-            return ipaddress.IPv6Address(int(address))
-    return address
 
 
 def _normalize_domain(domain: str) -> str:

@@ -27,7 +27,7 @@ def network_of(ip: str) -> str:
 
     Raises ValueError for anything that is not an IP address string.
     """
-    address = _parse(ip)
+    address = parse_ip(ip)
     for network, name in _KNOWN_NETWORKS:
         if address.version == network.version and address in network:
             return name
@@ -37,7 +37,8 @@ def network_of(ip: str) -> str:
     return str(ipaddress.IPv6Network((int(address), IPV6_PREFIX), strict=False))
 
 
-def _parse(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def parse_ip(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address, IPv4-mapped IPv6 as IPv4; ValueError (never echoing the input) otherwise."""
     if not isinstance(ip, str):
         raise ValueError("IP address must be a string")
     try:
