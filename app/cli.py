@@ -151,9 +151,14 @@ def keys_list(domain: str) -> None:
 @connected
 def keys_revoke(key: str) -> None:
     """Revoke KEY (within the key cache TTL it stops working in every worker)."""
-    record = keys.revoke(key.strip())
+    key = key.strip()
+    record = keys.find(key)
     if record is None:
         fail("no such key.")
+    if record.revoked_at is not None:
+        click.echo(f"{record.hint} was already revoked on {record.revoked_at:%Y-%m-%d %H:%M}")
+        return
+    keys.revoke(key)
     click.echo(f"Revoked {record.hint}")
 
 

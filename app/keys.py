@@ -42,8 +42,14 @@ def issue(site: Site, kind: str, prefix: str) -> IssuedKey:
     return IssuedKey(key, record)
 
 
+def find(key: str) -> ApiKey | None:
+    """The key's record, revoked or not."""
+    return ApiKey.get_or_none(ApiKey.key_hash == hash_key(key))
+
+
 def revoke(key: str) -> ApiKey | None:
-    record = ApiKey.get_or_none(ApiKey.key_hash == hash_key(key))
+    """Revoke `key` (no-op when it already is); None when there is no such key."""
+    record = find(key)
     if record is not None and record.revoked_at is None:
         record.revoked_at = utcnow()
         record.save()

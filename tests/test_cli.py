@@ -248,3 +248,15 @@ def test_flask_command_finds_wsgi_by_itself(migrated, make_app, tmp_path):
     response = make_app().test_client().get("/api/validate", headers={"X-API-Key": key})
     assert response.status_code == 200
     assert response.get_json()["plan"] == "standard"
+
+
+def test_revoking_twice_says_so_and_succeeds(app):
+    runner = app.test_cli_runner()
+    assert runner.invoke(args=["sites", "create", "twice.example"]).exit_code == 0
+    key = runner.invoke(args=["keys", "create", "twice.example", "--kind", "write"]
+                        ).output.splitlines()[-1]
+    first = runner.invoke(args=["keys", "revoke", key])
+    assert first.exit_code == 0 and first.output.startswith("Revoked egis_")
+    second = runner.invoke(args=["keys", "revoke", key])
+    assert second.exit_code == 0
+    assert "was already revoked on" in second.output
