@@ -21,7 +21,6 @@ import pytest
 
 from app import keys
 from app.money import to_major_units
-from blueprints import mcp
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.api_key import SERVER
 
@@ -611,27 +610,19 @@ class Expected:
 # --- Calling the tools through the endpoint ------------------------------------------------
 
 @pytest.fixture
-def mcp_app(app):
-    # blueprints.BLUEPRINTS registers mcp.bp; until then, add it to the test's app.
-    if "mcp" not in app.blueprints:
-        app.register_blueprint(mcp.bp)
-    return app
-
-
-@pytest.fixture
-def dataset(mcp_app, make_site) -> Dataset:
+def dataset(app, make_site) -> Dataset:
     site_keys = make_site(DOMAIN, "standard")
     other = make_site("other.example", "standard")
     data = build_dataset(site_keys.site, other.site)
-    with mcp_app.app_context():
+    with app.app_context():
         seed(data)
     data.keys = site_keys  # type: ignore[attr-defined]
     return data
 
 
 @pytest.fixture
-def call(mcp_app, dataset) -> Callable[..., dict[str, Any]]:
-    client = mcp_app.test_client()
+def call(app, dataset) -> Callable[..., dict[str, Any]]:
+    client = app.test_client()
 
     def call_tool(tool: str, **arguments: Any) -> dict[str, Any]:
         response = client.post("/api/mcp", headers={
@@ -777,13 +768,13 @@ def test_a_period_of_one_day(call, expected):
     assert result["from"] == result["to"] == "2026-03-31"
 
 
-def test_default_period_is_the_last_30_days(mcp_app, make_site):
+def test_default_period_is_the_last_30_days(app, make_site):
     fresh = make_site("fresh.example", "standard")
     now = datetime.utcnow().replace(microsecond=0)
-    with mcp_app.app_context(), database.connection_context():
+    with app.app_context(), database.connection_context():
         Event.insert_many([_event(fresh.site.id, "s", "v", "pageview", now - timedelta(days=d))
                            for d in (0, 29, 30)]).execute()
-    response = mcp_app.test_client().post("/api/mcp", headers=fresh.server_headers(), json={
+    response = app.test_client().post("/api/mcp", headers=fresh.server_headers(), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "count_events", "arguments": {}}})
     result = response.get_json()["result"]["structuredContent"]
@@ -792,11 +783,11 @@ def test_default_period_is_the_last_30_days(mcp_app, make_site):
     assert result["count"] == 2
 
 
-def test_tools_see_only_the_keys_site(mcp_app, dataset):
-    with mcp_app.app_context(), database.connection_context():
+def test_tools_see_only_the_keys_site(app, dataset):
+    with app.app_context(), database.connection_context():
         other = Site.get(Site.domain == "other.example")
-        key = keys.issue(other, SERVER, mcp_app.config["SERVER_KEY_PREFIX"]).key
-    response = mcp_app.test_client().post("/api/mcp", headers={
+        key = keys.issue(other, SERVER, app.config["SERVER_KEY_PREFIX"]).key
+    response = app.test_client().post("/api/mcp", headers={
         "Authorization": f"Bearer {key}"}, json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "get_overview", "arguments": PERIOD}})

@@ -11,7 +11,6 @@ import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from app import keys
-from blueprints import mcp
 from models import IngestTally, database
 from models.api_key import SERVER
 
@@ -26,16 +25,8 @@ MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
 
 
 @pytest.fixture
-def mcp_app(app):
-    # blueprints.BLUEPRINTS registers mcp.bp; until then, add it to the test's app.
-    if "mcp" not in app.blueprints:
-        app.register_blueprint(mcp.bp)
-    return app
-
-
-@pytest.fixture
-def post(mcp_app, std_site):
-    client = mcp_app.test_client()
+def post(app, std_site):
+    client = app.test_client()
 
     def send(body: Any, version: str | None = "2025-11-25", raw: bytes | None = None,
              **headers: str):
@@ -334,8 +325,8 @@ def test_modern_unknown_methods_are_404(post, method):
 # --- HTTP ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
-def test_only_post(mcp_app, std_site, method):
-    response = mcp_app.test_client().open("/api/mcp", method=method,
+def test_only_post(app, std_site, method):
+    response = app.test_client().open("/api/mcp", method=method,
                                           headers={**std_site.server_headers(),
                                                    "Accept": "text/event-stream"})
     assert response.status_code == 405
@@ -359,11 +350,11 @@ def test_the_body_must_be_json(post):
 
 # --- Auth: server key only -----------------------------------------------------------------
 
-def test_auth_matrix(mcp_app, std_site, free_site):
-    client = mcp_app.test_client()
+def test_auth_matrix(app, std_site, free_site):
+    client = app.test_client()
     body = orjson.dumps(call("get_overview"))
-    with mcp_app.app_context(), database.connection_context():
-        revoked = keys.issue(std_site.site, SERVER, mcp_app.config["SERVER_KEY_PREFIX"]).key
+    with app.app_context(), database.connection_context():
+        revoked = keys.issue(std_site.site, SERVER, app.config["SERVER_KEY_PREFIX"]).key
         keys.revoke(revoked)
     cases = [
         ({}, 401),
@@ -387,23 +378,20 @@ def test_auth_matrix(mcp_app, std_site, free_site):
                                                                       "free.example")
         else:
             assert set(payload) == {"error"}, payload  # never a JSON-RPC result
-    with mcp_app.app_context(), database.connection_context():
+    with app.app_context(), database.connection_context():
         assert IngestTally.select().count() == 0  # not ingest: nothing tallied
 
 
-def test_a_write_key_never_reaches_the_protocol(mcp_app, std_site):
-    response = mcp_app.test_client().post("/api/mcp", data=orjson.dumps(rpc("tools/list")),
-                                          headers={"Authorization":
-                                                   f"Bearer {std_site.write_key}",
-                                                   "Content-Type": "application/json"})
+def test_a_write_key_never_reaches_the_protocol(app, std_site):
+    response = app.test_client().post("/api/mcp", data=orjson.dumps(rpc("tools/list")),
+                                      headers={"Authorization": f"Bearer {std_site.write_key}",
+                                               "Content-Type": "application/json"})
     assert response.status_code == 403
     assert "server key" in response.get_json()["error"]
 
 
 def test_rate_limited_per_key(make_app, std_site):
     app = make_app(RATE_LIMIT_MCP="2/minute")
-    if "mcp" not in app.blueprints:
-        app.register_blueprint(mcp.bp)
     client = app.test_client()
     headers = {**std_site.server_headers(), "Content-Type": "application/json"}
     for _ in range(2):
