@@ -1,10 +1,12 @@
 """Payload builders and database probes shared by the tracking-ingest tests."""
 import gzip
+import http.client
 import itertools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from flask import Flask
@@ -339,3 +341,17 @@ def error_matches(actual: str, expected: str) -> bool:
     if expected.endswith("…"):
         return actual.startswith(expected[:-1])
     return actual == expected
+
+
+def post_live(url: str, body: bytes, headers: dict[str, str], path: str = "/api/events",
+              timeout: float = 30) -> tuple[int, dict[str, str], Any]:
+    """POST JSON to a live server (gunicorn): status, headers and the decoded body."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        connection.request("POST", path, body=body,
+                           headers={"Content-Type": "application/json", **headers})
+        response = connection.getresponse()
+        return response.status, dict(response.headers), orjson.loads(response.read())
+    finally:
+        connection.close()

@@ -1,10 +1,7 @@
 """A batch id is stored once per site: resends answer 200 `duplicate: true` with the first count,
 also when the copies race (a unique constraint decides, not a read-then-write)."""
-import http.client
 import threading
-from urllib.parse import urlsplit
 
-import orjson
 import pytest
 
 from app import store
@@ -16,6 +13,7 @@ from tests.ingest_helpers import (
     dumps,
     event,
     post_json,
+    post_live,
     stored_counts,
     stored_events,
     tallies,
@@ -104,15 +102,8 @@ def test_racing_copies_in_the_store_insert_once(app, std_site):
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    try:
-        connection.request("POST", "/api/events", body=body,
-                           headers={"Content-Type": "application/json", **headers})
-        response = connection.getresponse()
-        return response.status, orjson.loads(response.read())
-    finally:
-        connection.close()
+    status, _headers, payload = post_live(url, body, headers)
+    return status, payload
 
 
 @pytest.mark.slow

@@ -1,9 +1,6 @@
 """flask-limiter on the tracking endpoints: per key, per client IP, /api/validate, storage."""
-import http.client
 import uuid
-from urllib.parse import urlsplit
 
-import orjson
 import pytest
 import redis
 
@@ -16,6 +13,7 @@ from tests.ingest_helpers import (
     dumps,
     goal,
     post_json,
+    post_live,
     stored_counts,
     tallies,
 )
@@ -158,18 +156,10 @@ def test_redis_storage(make_app, std_site, redis_prefix):
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    try:
-        connection.request("POST", "/api/events", body=body,
-                           headers={"Content-Type": "application/json", **headers})
-        response = connection.getresponse()
-        payload = orjson.loads(response.read())
-        if response.status == 429:
-            assert int(response.headers["Retry-After"]) > 0 and "error" in payload
-        return response.status
-    finally:
-        connection.close()
+    status, response_headers, payload = post_live(url, body, headers, timeout=10)
+    if status == 429:
+        assert int(response_headers["Retry-After"]) > 0 and "error" in payload
+    return status
 
 
 @pytest.mark.slow
