@@ -7,7 +7,8 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, cli, config, db, errors, limits, metrics, quota
+    from app import auth, cli, config, db, errors, limits, metrics
+    from app.tracking import quota
     from blueprints import BLUEPRINTS
 
     app = Flask(__name__, instance_relative_config=True, static_folder=None)

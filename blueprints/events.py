@@ -4,7 +4,7 @@ from typing import Any
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from app import cors, ingest
+from app import cors
 from app.bodies import json_object, raw_body
 from app.errors import ApiError
 from app.fields import (
@@ -17,8 +17,10 @@ from app.fields import (
 )
 from app.openapi import documented
 from app.privacy import looks_like_email
-from app.tracking import tracking_endpoint
+from app.tracking import ingest
+from app.tracking.gate import tracking_endpoint
 from app.validation import FastLoader
+from models.event import EVENT_TYPES
 from models.ingest_tally import REJECTED_403_PLAN
 
 MAX_EVENTS = 50
@@ -38,7 +40,7 @@ class EventSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    type = Text(required=True, validate=validate.OneOf(ingest.EVENT_TYPES))
+    type = Text(required=True, validate=validate.OneOf(EVENT_TYPES))
     name = Text(allow_none=True, validate=validate.Length(max=128))
     timestamp = Number(required=True, validate=epoch_ms,
                        metadata={"description": "Epoch milliseconds."})

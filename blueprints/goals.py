@@ -2,11 +2,12 @@
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from app import cors, ingest
+from app import cors
 from app.bodies import json_object, raw_body
 from app.fields import JSONObject, Text
 from app.openapi import documented
-from app.tracking import tracking_endpoint
+from app.tracking import ingest
+from app.tracking.gate import tracking_endpoint
 
 bp = Blueprint("goals", __name__)
 cors.enable(bp)

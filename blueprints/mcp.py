@@ -19,7 +19,6 @@ from app.auth import require_key
 from app.bodies import raw_body
 from app.crawlers import BOT_CATEGORIES
 from app.errors import MESSAGES, ApiError, format_validation_messages, render
-from app.ingest import EVENT_TYPES
 from app.limits import MCP as MCP_LIMIT
 from app.limits import limited
 from app.mcp_protocol import McpServer, Tool, ToolError, ToolOutput
@@ -27,6 +26,7 @@ from app.openapi import API_VERSION, documented
 from app.validation import json_schema_of
 from models import Site
 from models.api_key import SERVER
+from models.event import EVENT_TYPES
 from models.site import utcnow
 
 bp = Blueprint("mcp", __name__)

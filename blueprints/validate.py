@@ -2,12 +2,13 @@
 from flask import Blueprint, current_app, g
 from marshmallow import Schema, fields
 
-from app import cors, quota
+from app import cors
 from app.auth import require_key
 from app.cors import check_origin
 from app.errors import ApiError, render
 from app.limits import VALIDATE, limited
 from app.openapi import documented
+from app.tracking import quota
 from models.api_key import SERVER, WRITE
 
 bp = Blueprint("validate", __name__)

@@ -10,6 +10,9 @@ from peewee import (
 
 from models.base import BaseModel, JSONField
 
+EVENT_TYPES = ("pageview", "click", "form_submit", "scroll", "performance", "custom", "goal",
+               "error", "heartbeat")
+
 
 class Event(BaseModel):
     """A stored tracking event (goals posted to /api/goals are events of type `goal`)."""

@@ -11,7 +11,7 @@ import pytest
 from app import crawlers
 from models import CrawlHit
 from tests.dns_server import DNSServer
-from tests.server_helpers import assert_json_error, cors_headers, database_bytes, post_json, rows
+from tests.helpers import assert_json_error, cors_headers, database_bytes, post_json, rows
 
 PATH = "/api/crawl/report"
 

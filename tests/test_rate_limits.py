@@ -6,7 +6,7 @@ import redis
 
 from app import keys
 from models.api_key import WRITE
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     assert_json_error,
     batch,
     db,

@@ -10,10 +10,10 @@ import pytest
 
 from app import keys
 from app.fields import MAX_EPOCH_MS
-from app.quota import period_of
+from app.tracking.quota import period_of
 from models import Event, IngestTally, ServerEvent, Usage
 from models.site import utcnow
-from tests.server_helpers import assert_json_error, cors_headers, db, post_json, rows
+from tests.helpers import assert_json_error, cors_headers, db, post_json, rows
 
 PATH = "/api/server/events"
 INT64_MAX = 2**63 - 1

@@ -8,15 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import quota, store, tally
+from app import tally
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
+from app.tracking import quota, store
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
 
-EVENT_TYPES = ("pageview", "click", "form_submit", "scroll", "performance", "custom", "goal",
-               "error", "heartbeat")
 # Types that need the Standard plan or above.
 PAID_TYPES = frozenset({"performance", "error"})
 

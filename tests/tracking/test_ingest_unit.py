@@ -7,7 +7,7 @@ import orjson
 import pytest
 from marshmallow import ValidationError
 
-from app import ingest, quota, tally
+from app import tally
 from app.bodies import gunzip, json_object
 from app.errors import ApiError, format_validation_messages
 from app.fields import (
@@ -17,9 +17,10 @@ from app.fields import (
     JSONObject,
     nesting_exceeds,
 )
-from app.ingest import IngestResult
+from app.tracking import ingest, quota
+from app.tracking.ingest import IngestResult
 from models import IngestTally, Site
-from tests.ingest_helpers import db, deep_value, tallies
+from tests.tracking.helpers import db, deep_value, tallies
 
 NOW = datetime(2026, 6, 1, 12, 0, 0)
 
@@ -155,7 +156,7 @@ def test_quota_status():
 
 
 def test_usage_cache(app, std_site):
-    from tests.ingest_helpers import seed_usage
+    from tests.tracking.helpers import seed_usage
 
     cache = quota.UsageCache(ttl=3600)
     site_id = std_site.site.id

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from marshmallow import ValidationError
 
 from app.fields import MAX_EPOCH_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
-from app.ingest import EVENT_TYPES, event_row
+from app.tracking.ingest import event_row
 from blueprints.events import LOADER, BatchSchema
-from tests.ingest_helpers import (
+from models.event import EVENT_TYPES
+from tests.tracking.helpers import (
     COMMON_BAD_BODIES,
     EVENT_BAD_BODIES,
     deep_value,

@@ -4,11 +4,11 @@ import threading
 
 import pytest
 
-from app import store
-from app.quota import period_of, shard
+from app.tracking import store
+from app.tracking.quota import period_of, shard
 from models import database
 from models.site import utcnow
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     batch,
     dumps,
     event,

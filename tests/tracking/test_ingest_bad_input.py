@@ -1,6 +1,6 @@
 """Bad input on both tracking endpoints: always a 4xx JSON error, never a 500, nothing stored.
 
-The body corpus lives in tests/ingest_helpers.py (test_validation_paths.py reuses it); this
+The body corpus lives in tests/tracking/helpers.py (test_validation_paths.py reuses it); this
 module adds the transport: content types, encodings, sizes, gzip bombs, chunked bodies.
 """
 import http.client
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     EVENT_BAD_BODIES,
     GOAL_BAD_BODIES,
     NOTHING,

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app import quota
+from app.tracking import quota
 from models import Usage, database
 
 FROZEN = datetime(2026, 3, 15, 12, 0, 0)

@@ -3,9 +3,9 @@ from collections import defaultdict
 
 import pytest
 
-from app.quota import keeps_session
+from app.tracking.quota import keeps_session
 from models import Usage
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     batch,
     db,
     event,
@@ -135,7 +135,7 @@ def test_usage_is_summed_over_shards(make_app, make_site):
 
 
 def test_usage_is_written_to_this_workers_shard_only(client, app, std_site):
-    from app.quota import shard
+    from app.tracking.quota import shard
 
     send(client, std_site, "s", 3)
     send(client, std_site, "s", 2, id="another")

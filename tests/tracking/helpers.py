@@ -108,7 +108,7 @@ def tallies(app: Flask, site_id: int | None = None) -> dict[str, int]:
 
 def seed_usage(app: Flask, site_id: int, events: int, shard: int = 15) -> None:
     """Pretend the site already stored `events` this month (for quota tests)."""
-    from app.quota import period_of
+    from app.tracking.quota import period_of
     from models.site import utcnow
 
     with db(app):

@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 
 from app.fields import MAX_EPOCH_MS, MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES
-from app.ingest import EVENT_TYPES
 from models import Batch, Event, database
+from models.event import EVENT_TYPES
 from tests.conftest import BACKEND
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     CHROME_UA,
     GOOGLEBOT_UA,
     HEADLESS_UA,
@@ -360,7 +360,7 @@ def test_a_real_browser_is_stored(client, app, std_site):
 # --- the tally of what was not stored -------------------------------------------------------
 
 def test_tally_counts_every_reason(make_app, make_site):
-    from app.quota import keeps_session
+    from app.tracking.quota import keeps_session
 
     app = make_app(MAX_BODY_BYTES=4096, USAGE_CACHE_SECONDS=0)
     client = app.test_client()

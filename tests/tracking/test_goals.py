@@ -5,7 +5,7 @@ import pytest
 
 from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES
 from models import Batch
-from tests.ingest_helpers import (
+from tests.tracking.helpers import (
     GOOGLEBOT_UA,
     NOTHING,
     assert_json_error,
