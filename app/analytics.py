@@ -65,7 +65,7 @@ from peewee import (
 )
 
 from app.db import is_postgres
-from app.money import MoneyError, to_major_units
+from app.revenue.money import MoneyError, to_major_units
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.event import EVENT_TYPES
 from models.ingest_tally import BOT, DUPLICATE, SAMPLED

@@ -12,15 +12,15 @@ from marshmallow import (
     validates_schema,
 )
 
-from app import revenue
 from app.auth import require_key
 from app.bodies import json_object_exact, raw_body
 from app.errors import ApiError
 from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
 from app.limits import PER_KEY, limited
-from app.money import MoneyError, normalize_currency
 from app.openapi import documented
 from app.privacy import looks_like_email
+from app.revenue import server_events
+from app.revenue.money import MoneyError, normalize_currency
 from models.api_key import SERVER
 from models.ingest_tally import REJECTED_403_PLAN
 
@@ -71,7 +71,8 @@ class ServerEventSchema(Schema):
         "description": "Major units as a JSON number (19.99 USD), read exactly; negative for a "
                        "refund; at most as many decimals as the currency has."})
     revenue_cents = StrictInteger(
-        allow_none=True, validate=validate.Range(min=-revenue.INT64_MAX, max=revenue.INT64_MAX),
+        allow_none=True,
+        validate=validate.Range(min=-server_events.INT64_MAX, max=server_events.INT64_MAX),
         metadata={"description": "Alternative to amount: integer minor units of the currency "
                                  "(cents for USD, yen for JPY, fils for BHD)."})
     currency = CurrencyCode(allow_none=True, metadata={
@@ -97,9 +98,9 @@ class ServerEventSchema(Schema):
             raise ValidationError(CURRENCY_ALONE, "currency")
 
     @post_load
-    def to_event(self, data: dict[str, Any], **_kwargs: Any) -> revenue.NewServerEvent:
+    def to_event(self, data: dict[str, Any], **_kwargs: Any) -> server_events.NewServerEvent:
         timestamp = data.get("timestamp")
-        return revenue.NewServerEvent(
+        return server_events.NewServerEvent(
             event_name=data["eventName"],
             identified_user_id=data.get("identifiedUserId"),
             anonymous_id=data.get("anonymousId"),
@@ -111,14 +112,14 @@ class ServerEventSchema(Schema):
         )
 
     @staticmethod
-    def _money(data: dict[str, Any]) -> revenue.Money | None:
+    def _money(data: dict[str, Any]) -> server_events.Money | None:
         field = "amount" if data.get("amount") is not None else "revenue_cents"
         if data.get(field) is None:
             return None
         try:
             if field == "amount":
-                return revenue.money_from_amount(data["amount"], data["currency"])
-            return revenue.money_from_minor(data["revenue_cents"], data["currency"])
+                return server_events.money_from_amount(data["amount"], data["currency"])
+            return server_events.money_from_minor(data["revenue_cents"], data["currency"])
         except MoneyError as error:
             text = str(error)
             raise ValidationError(f"{text[:1].upper()}{text[1:]}.", field) from None
@@ -159,4 +160,4 @@ def require_paid_plan() -> None:
 def post_server_event():
     require_paid_plan()
     event = SCHEMA.load(json_object_exact(raw_body()))
-    return revenue.record(g.site, event).body()
+    return server_events.record(g.site, event).body()

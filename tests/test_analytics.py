@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from app import keys
-from app.money import to_major_units
+from app.revenue.money import to_major_units
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.api_key import SERVER
 

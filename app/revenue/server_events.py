@@ -16,8 +16,8 @@ from typing import Any
 from peewee import IntegrityError
 
 from app.db import is_postgres
-from app.money import MoneyError, normalize_currency, to_minor_units
 from app.privacy import strip_money
+from app.revenue.money import MoneyError, normalize_currency, to_minor_units
 from models import ServerEvent, Site, database
 from models.site import utcnow
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.money import (
+from app.revenue.money import (
     MoneyError,
     active_currencies,
     currency_exponent,
