@@ -5,10 +5,10 @@ from flask import Blueprint, Response, current_app, g
 from flask.blueprints import BlueprintSetupState
 from marshmallow import EXCLUDE, Schema, fields, post_load, validate
 
-from app import crawl_reports
 from app.auth import require_key
 from app.bodies import json_object, raw_body
-from app.crawlers import MAX_USER_AGENT_LENGTH
+from app.crawlers import reports
+from app.crawlers.user_agents import MAX_USER_AGENT_LENGTH
 from app.fields import Text
 from app.limits import PER_KEY, limited
 from app.openapi import documented
@@ -24,7 +24,7 @@ bp = Blueprint("crawl", __name__)
 @bp.record_once
 def _check_verifier_setting(state: BlueprintSetupState) -> None:
     # A bad EGIS_DNS_SERVER fails at startup, not on every report.
-    crawl_reports.verifier_for(state.app)
+    reports.verifier_for(state.app)
 
 
 def fetch_metadata_field(header: str) -> Text:
@@ -50,15 +50,15 @@ class CrawlReportSchema(Schema):
     secFetchMode = fetch_metadata_field("Sec-Fetch-Mode")
 
     @post_load
-    def to_report(self, data: dict[str, Any], **_kwargs: Any) -> crawl_reports.CrawlReport:
+    def to_report(self, data: dict[str, Any], **_kwargs: Any) -> reports.CrawlReport:
         ip = data.get("ip")
-        return crawl_reports.CrawlReport(
+        return reports.CrawlReport(
             path=data["path"],
             user_agent=data["userAgent"],
             host=data.get("host"),
             ip=str(ip) if ip is not None else None,
-            sec_fetch_dest=crawl_reports.fetch_metadata(data.get("secFetchDest")),
-            sec_fetch_mode=crawl_reports.fetch_metadata(data.get("secFetchMode")),
+            sec_fetch_dest=reports.fetch_metadata(data.get("secFetchDest")),
+            sec_fetch_mode=reports.fetch_metadata(data.get("secFetchMode")),
         )
 
 
@@ -87,5 +87,5 @@ def no_content() -> Response:
 @limited(PER_KEY)
 def post_crawl_report():
     report = SCHEMA.load(json_object(raw_body()))
-    crawl_reports.record(g.site.id, report, crawl_reports.verifier_for(current_app))
+    reports.record(g.site.id, report, reports.verifier_for(current_app))
     return no_content()

@@ -17,7 +17,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app import analytics
 from app.auth import require_key
 from app.bodies import raw_body
-from app.crawlers import BOT_CATEGORIES
+from app.crawlers.user_agents import BOT_CATEGORIES
 from app.errors import MESSAGES, ApiError, format_validation_messages, render
 from app.limits import MCP as MCP_LIMIT
 from app.limits import limited

@@ -31,9 +31,9 @@ os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="egis-
 
 def post_worker_init(worker):
     # Compile the crawler list's regexes before the first request, not during it.
-    from app import crawlers
+    from app.crawlers import user_agents
 
-    crawlers.warm_up()
+    user_agents.warm_up()
 
 
 def child_exit(server, worker):

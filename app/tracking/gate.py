@@ -9,9 +9,10 @@ from typing import Any
 
 from flask import g, request
 
-from app import crawlers, tally
+from app import tally
 from app.auth import require_key
 from app.cors import check_origin
+from app.crawlers import user_agents
 from app.limits import PER_IP, PER_KEY, limited
 from models.api_key import WRITE
 from models.ingest_tally import BOT
@@ -23,7 +24,7 @@ def is_bot_request() -> bool:
     Backends send no Origin and are never bot-filtered: `python-requests` is not a visitor,
     but it is not a fake one either.
     """
-    return g.browser and crawlers.is_bot(request.headers.get("User-Agent", ""))
+    return g.browser and user_agents.is_bot(request.headers.get("User-Agent", ""))
 
 
 def tracking_endpoint(bot_answer: Callable[[], dict[str, Any]]

@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.crawler_verify import CrawlerVerifier, verifier_from_setting
-from tests.dns_server import DNSServer
+from app.crawlers.verify import CrawlerVerifier, verifier_from_setting
+from tests.crawlers.dns_server import DNSServer
 
 GOOGLE = ("googlebot.com", "google.com")
 GOOGLEBOT_IP = "66.249.66.1"

@@ -2,22 +2,23 @@
 
 A site's edge reports bot-like document fetches. An ordinary browser navigation (Sec-Fetch-Mode
 navigate, Sec-Fetch-Dest document, a user agent that is no known bot) is ignored; anything else
-is recorded with the crawler's name and category from app.crawlers. A report from a non-bot user
-agent that is not such a navigation is recorded as category `unknown` with no crawler name: the
-edge found it bot-like, and its user agent claims a browser, which says nothing about who it is.
+is recorded with the crawler's name and category from app.crawlers.user_agents. A report from a
+non-bot user agent that is not such a navigation is recorded as category `unknown` with no
+crawler name: the edge found it bot-like, and its user agent claims a browser, which says
+nothing about who it is.
 
-The reported IP address only names the network (app.networks) and, when EGIS_VERIFY_CRAWLERS is
-on, checks a crawler's claim by reverse DNS plus forward confirmation (app.crawler_verify). It
-is never stored, logged or echoed: nothing in this module logs.
+The reported IP address only names the network (app.crawlers.networks) and, when
+EGIS_VERIFY_CRAWLERS is on, checks a crawler's claim by reverse DNS plus forward confirmation
+(app.crawlers.verify). It is never stored, logged or echoed: nothing in this module logs.
 """
 import re
 from dataclasses import dataclass
 
 from flask import Flask
 
-from app import crawlers
-from app.crawler_verify import CrawlerVerifier, verifier_from_setting
-from app.networks import network_of
+from app.crawlers import user_agents
+from app.crawlers.networks import network_of
+from app.crawlers.verify import CrawlerVerifier, verifier_from_setting
 from models import CrawlHit
 from models.site import utcnow
 
@@ -58,7 +59,7 @@ def fetch_metadata(value: str | None) -> str | None:
     return value or None
 
 
-def is_browser_navigation(report: CrawlReport, crawler: crawlers.Crawler) -> bool:
+def is_browser_navigation(report: CrawlReport, crawler: user_agents.Crawler) -> bool:
     return (report.sec_fetch_mode == "navigate" and report.sec_fetch_dest == "document"
             and not crawler.is_bot)
 
@@ -74,7 +75,7 @@ def verifier_for(app: Flask) -> CrawlerVerifier | None:
     return verifier
 
 
-def verify(report: CrawlReport, crawler: crawlers.Crawler,
+def verify(report: CrawlReport, crawler: user_agents.Crawler,
            verifier: CrawlerVerifier | None) -> Verification:
     if verifier is None or report.ip is None or not crawler.verify_domains:
         return NOT_CHECKED
@@ -84,7 +85,7 @@ def verify(report: CrawlReport, crawler: crawlers.Crawler,
 
 def record(site_id: int, report: CrawlReport, verifier: CrawlerVerifier | None) -> bool:
     """Store the report; False when it was an ordinary browser navigation (nothing stored)."""
-    crawler = crawlers.classify(report.user_agent)
+    crawler = user_agents.classify(report.user_agent)
     if is_browser_navigation(report, crawler):
         return False
     check = verify(report, crawler, verifier)
@@ -94,7 +95,7 @@ def record(site_id: int, report: CrawlReport, verifier: CrawlerVerifier | None) 
         host=report.host,
         user_agent=report.user_agent[:MAX_STORED_USER_AGENT],
         crawler=crawler.name[:MAX_STORED_CRAWLER] if crawler.name else None,
-        category=crawler.category if crawler.is_bot else crawlers.UNKNOWN,
+        category=crawler.category if crawler.is_bot else user_agents.UNKNOWN,
         network=network_of(report.ip) if report.ip is not None else None,
         verified=check.verified,
         spoofed=check.spoofed,

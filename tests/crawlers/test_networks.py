@@ -1,6 +1,6 @@
 import pytest
 
-from app.networks import network_of
+from app.crawlers.networks import network_of
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ import dns.rdatatype
 import dns.resolver
 import dns.reversename
 
-from app.networks import parse_ip
+from app.crawlers.networks import parse_ip
 
 _Result = bool | None
 _MAX_CANDIDATES = 3

@@ -3,8 +3,8 @@ from importlib import resources
 
 import pytest
 
-from app import crawlers
-from app.crawlers import (
+from app.crawlers import user_agents
+from app.crawlers.user_agents import (
     AI_SEARCH,
     AI_TRAINING,
     AI_USER,
@@ -307,8 +307,8 @@ def test_other_clients_are_not_verifiable(user_agent: str) -> None:
 
 def test_every_category_is_known() -> None:
     for user_agent, _, _ in BOTS:
-        assert classify(user_agent).category in crawlers.BOT_CATEGORIES
-    assert BROWSER in crawlers.CATEGORIES
+        assert classify(user_agent).category in user_agents.BOT_CATEGORIES
+    assert BROWSER in user_agents.CATEGORIES
 
 
 def test_our_tables_name_bots_the_packaged_list_knows() -> None:
@@ -316,10 +316,10 @@ def test_our_tables_name_bots_the_packaged_list_knows() -> None:
     bots_yml = (resources.files("device_detector") / "regexes" / "upstream" / "bots.yml").read_text(
         encoding="utf-8"
     )
-    names = [*crawlers._NAME_CATEGORIES, *crawlers._VERIFY_DOMAINS]
+    names = [*user_agents._NAME_CATEGORIES, *user_agents._VERIFY_DOMAINS]
     missing = [name for name in names if f"name: '{name}'" not in bots_yml]
     assert missing == []
-    categories = [c for c in crawlers._LIST_CATEGORIES if f"category: '{c}'" not in bots_yml]
+    categories = [c for c in user_agents._LIST_CATEGORIES if f"category: '{c}'" not in bots_yml]
     assert categories == []
 
 
@@ -343,8 +343,8 @@ def test_our_tables_name_bots_the_packaged_list_knows() -> None:
     ],
 )
 def test_fast_path_agrees_with_the_list(user_agent: str) -> None:
-    assert crawlers._PLAIN_BROWSER.fullmatch(user_agent)
-    assert crawlers._classify_with_list(user_agent) == crawlers.BROWSER_CLIENT
+    assert user_agents._PLAIN_BROWSER.fullmatch(user_agent)
+    assert user_agents._classify_with_list(user_agent) == user_agents.BROWSER_CLIENT
 
 
 @pytest.mark.parametrize(
@@ -362,16 +362,16 @@ def test_fast_path_agrees_with_the_list(user_agent: str) -> None:
     ],
 )
 def test_fast_path_leaves_anything_else_to_the_list(user_agent: str) -> None:
-    assert crawlers._PLAIN_BROWSER.fullmatch(user_agent) is None
+    assert user_agents._PLAIN_BROWSER.fullmatch(user_agent) is None
 
 
 def test_classifications_are_cached() -> None:
-    crawlers.clear_cache()
+    user_agents.clear_cache()
     first = classify(GOOGLEBOT)
-    hits = crawlers._classify_cached.cache_info().hits
+    hits = user_agents._classify_cached.cache_info().hits
     assert classify(GOOGLEBOT) is first
-    assert crawlers._classify_cached.cache_info().hits == hits + 1
-    assert crawlers._classify_cached.cache_info().maxsize == crawlers.CACHE_SIZE
+    assert user_agents._classify_cached.cache_info().hits == hits + 1
+    assert user_agents._classify_cached.cache_info().maxsize == user_agents.CACHE_SIZE
 
 
 def test_overlong_user_agents_are_cut_before_parsing() -> None:
@@ -393,6 +393,6 @@ def test_cached_is_bot_costs_microseconds() -> None:
 
 
 def test_warm_up_leaves_the_cache_alone() -> None:
-    crawlers.clear_cache()
-    crawlers.warm_up()
-    assert crawlers._classify_cached.cache_info().currsize == 0
+    user_agents.clear_cache()
+    user_agents.warm_up()
+    assert user_agents._classify_cached.cache_info().currsize == 0

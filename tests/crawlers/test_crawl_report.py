@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from app import crawlers
+from app.crawlers import user_agents
 from models import CrawlHit
-from tests.dns_server import DNSServer
+from tests.crawlers.dns_server import DNSServer
 from tests.helpers import assert_json_error, cors_headers, database_bytes, post_json, rows
 
 PATH = "/api/crawl/report"
@@ -111,23 +111,23 @@ def test_query_and_fragment_are_cut(client, app, std_site, sent, kept):
 
 
 @pytest.mark.parametrize(("user_agent", "name", "category"), [
-    (GOOGLEBOT, "Googlebot", crawlers.SEARCH_ENGINE),
-    (BINGBOT, "BingBot", crawlers.SEARCH_ENGINE),
-    (GPTBOT, "GPTBot", crawlers.AI_TRAINING),
+    (GOOGLEBOT, "Googlebot", user_agents.SEARCH_ENGINE),
+    (BINGBOT, "BingBot", user_agents.SEARCH_ENGINE),
+    (GPTBOT, "GPTBot", user_agents.AI_TRAINING),
     ("Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)", "aHrefs Bot",
-     crawlers.SEO),
+     user_agents.SEO),
     ("Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)", "UptimeRobot",
-     crawlers.MONITOR),
-    ("python-requests/2.31.0", "Python Requests", crawlers.UNKNOWN),
-    (HEADLESS, "HeadlessChrome", crawlers.UNKNOWN),
-    ("", None, crawlers.UNKNOWN),
-    (CHROME, None, crawlers.UNKNOWN),  # a browser UA the edge found bot-like: who it is unknown
+     user_agents.MONITOR),
+    ("python-requests/2.31.0", "Python Requests", user_agents.UNKNOWN),
+    (HEADLESS, "HeadlessChrome", user_agents.UNKNOWN),
+    ("", None, user_agents.UNKNOWN),
+    (CHROME, None, user_agents.UNKNOWN),  # a browser UA the edge found bot-like: who it is unknown
 ])
 def test_crawler_name_and_category(client, app, std_site, user_agent, name, category):
     assert_no_content(post(client, std_site, report(userAgent=user_agent)))
     (hit,) = hits(app)
     assert (hit.crawler, hit.category) == (name, category)
-    assert hit.category in crawlers.BOT_CATEGORIES
+    assert hit.category in user_agents.BOT_CATEGORIES
 
 
 @pytest.mark.parametrize(("ip", "network"), [
