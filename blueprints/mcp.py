@@ -14,7 +14,7 @@ from flask import Blueprint, Response, g, request
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app import analytics
+from app.analytics import base, crawlers, ingest_health, performance, revenue, traffic
 from app.auth import require_key
 from app.bodies import raw_body
 from app.crawlers.user_agents import BOT_CATEGORIES
@@ -48,10 +48,10 @@ class PeriodArgs(Schema):
         first = data.pop("from_", None) or last - timedelta(days=DEFAULT_DAYS - 1)
         if first > last:
             raise ValidationError(f"`from` ({first}) is after `to` ({last}).", "from")
-        if (last - first).days >= analytics.MAX_DAYS:
-            raise ValidationError(f"The period spans more than {analytics.MAX_DAYS} days; "
+        if (last - first).days >= base.MAX_DAYS:
+            raise ValidationError(f"The period spans more than {base.MAX_DAYS} days; "
                                   "ask for a year at most per call.", "from")
-        return {**data, "period": analytics.Period(first, last)}
+        return {**data, "period": base.Period(first, last)}
 
 
 class ListArgs(PeriodArgs):
@@ -209,7 +209,7 @@ class Vital(Schema):
 
 
 def _vitals_of(field: Callable[[], fields.Field]) -> dict[str, fields.Field]:
-    return {metric: field() for metric in analytics.VITALS}
+    return {metric: field() for metric in performance.VITALS}
 
 
 SiteVitals = Schema.from_dict(
@@ -371,7 +371,7 @@ def _render_vitals(r: dict[str, Any]) -> str:
                       f"Whole site: {site or 'no samples'}",
                       *_lines(r["pages"], lambda row: f"{row['page']} ({_n(row['samples'])} "
                               "samples): " + ", ".join(f"{metric} {row[metric]:g}" for metric
-                                                       in analytics.VITALS
+                                                       in performance.VITALS
                                                        if row[metric] is not None))])
 
 
@@ -412,7 +412,7 @@ def _render_ingest(r: dict[str, Any]) -> str:
 
 # --- The catalogue ------------------------------------------------------------------------
 
-Run = Callable[[Site, analytics.Period, dict[str, Any]], dict[str, Any]]
+Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]
 
 
 def _tool(name: str, title: str, description: str, args: type[Schema], result: type[Schema],
@@ -426,7 +426,7 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
             raise ToolError(f"Invalid arguments for {name}: "
                             f"{format_validation_messages(error.messages)}") from None
         period = loaded.pop("period")
-        with analytics.reading():
+        with base.reading():
             found = run(site, period, loaded)
         structured = {"site": site.domain, "from": period.first.isoformat(),
                       "to": period.last.isoformat(), **found}
@@ -444,7 +444,7 @@ TOOLS = [
           "Count events, optionally of one type (pageview, click, form_submit, scroll, "
           "performance, custom, goal, error, heartbeat) and/or one name, per day and per name."
           + PERIOD_NOTE, CountArgs, CountResult,
-          lambda site, period, a: analytics.count_events(site.id, period, a["limit"],
+          lambda site, period, a: traffic.count_events(site.id, period, a["limit"],
                                                          a.get("type"), a.get("name")),
           _render_count),
     _tool("get_overview", "Traffic overview",
@@ -452,22 +452,22 @@ TOOLS = [
           "views, bounce rate (sessions with one page view and no click, form submit, custom "
           "event, goal or heartbeat), average engaged time (15 s per heartbeat, per session) "
           "and events by type." + PERIOD_NOTE, PeriodArgs, OverviewResult,
-          lambda site, period, a: analytics.overview(site.id, period), _render_overview),
+          lambda site, period, a: traffic.overview(site.id, period), _render_overview),
     _tool("get_top_pages", "Top pages",
           "The most viewed pages (URL path, without query string) with their page views and "
           "visitors." + PERIOD_NOTE, ListArgs, PagesResult,
-          lambda site, period, a: analytics.top_pages(site.id, period, a["limit"]),
+          lambda site, period, a: traffic.top_pages(site.id, period, a["limit"]),
           _render_pages),
     _tool("get_top_sources", "Top traffic sources",
           "Where sessions come from, read from each session's first page view: the referrer "
           "host ('(direct)' for none or the site itself) and the UTM source (utm_source of the "
           "page properties or URL)." + PERIOD_NOTE, ListArgs, SourcesResult,
-          lambda site, period, a: analytics.top_sources(site, period, a["limit"]),
+          lambda site, period, a: traffic.top_sources(site, period, a["limit"]),
           _render_sources),
     _tool("get_goal_conversions", "Goal conversions",
           "Conversions per goal, converting sessions and conversion rate (converting sessions "
           "/ sessions)." + PERIOD_NOTE, GoalArgs, GoalsResult,
-          lambda site, period, a: analytics.goal_conversions(site.id, period, a["limit"],
+          lambda site, period, a: traffic.goal_conversions(site.id, period, a["limit"],
                                                              a.get("goal")),
           _render_goals),
     _tool("get_revenue", "Revenue",
@@ -477,23 +477,23 @@ TOOLS = [
           "else to the latest session of its identifiedUserId (the SDK's identify) that began "
           "before it, within 30 days; otherwise '(unattributed)'. Never sampled." + PERIOD_NOTE,
           ListArgs, RevenueResult,
-          lambda site, period, a: analytics.revenue(site, period, a["limit"]), _render_revenue),
+          lambda site, period, a: revenue.revenue(site, period, a["limit"]), _render_revenue),
     _tool("get_web_vitals", "Web vitals",
           "p75 (percentile_cont: linear interpolation) of LCP, INP, FCP, TTFB (ms) and CLS, for "
           "the whole site with Google's rating, and for the pages with the most samples."
           + PERIOD_NOTE, ListArgs, VitalsResult,
-          lambda site, period, a: analytics.web_vitals(site.id, period, a["limit"]),
+          lambda site, period, a: performance.web_vitals(site.id, period, a["limit"]),
           _render_vitals),
     _tool("get_errors", "JavaScript errors",
           "The most frequent error messages with occurrences, affected sessions and when each "
           "was last seen." + PERIOD_NOTE, ListArgs, ErrorsResult,
-          lambda site, period, a: analytics.errors(site.id, period, a["limit"]), _render_errors),
+          lambda site, period, a: performance.errors(site.id, period, a["limit"]), _render_errors),
     _tool("get_crawler_activity", "Crawler activity",
           "Bot fetches reported by the site's edge, by receive time: hits per category "
           "(ai_training, ai_search, ai_user, search_engine, seo, monitor, unknown), per crawler "
           "(with verified and spoofed hits), and the most fetched paths." + PERIOD_NOTE,
           CrawlerArgs, CrawlersResult,
-          lambda site, period, a: analytics.crawler_activity(site.id, period, a["limit"],
+          lambda site, period, a: crawlers.crawler_activity(site.id, period, a["limit"],
                                                              a.get("category")),
           _render_crawlers),
     _tool("get_ingest_health", "Ingest health",
@@ -501,7 +501,7 @@ TOOLS = [
           "away over quota; duplicate batches; bot requests filtered; requests rejected, by "
           "reason. The account of what was not counted." + PERIOD_NOTE, PeriodArgs,
           IngestResult,
-          lambda site, period, a: analytics.ingest_health(site.id, period), _render_ingest),
+          lambda site, period, a: ingest_health.ingest_health(site.id, period), _render_ingest),
 ]
 
 INSTRUCTIONS = ("Read-only web analytics of one site (the site of the server key). Every tool "

@@ -3,7 +3,7 @@
 `mcp.client.streamable_http` + `ClientSession`: the handshake era (initialize), the stateless
 era (server/discover), and the SDK's own auto negotiation. Every tool is called and its
 structured result (which the client itself validates against the tool's outputSchema) is
-compared with the figures tests/test_analytics.py computes from the seeded rows.
+compared with the figures tests/analytics/test_analytics.py computes from the seeded rows.
 """
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from blueprints import BLUEPRINTS, mcp
-from tests.test_analytics import DOMAIN, PERIOD, Expected, build_dataset, check, seed
+from tests.analytics.test_analytics import DOMAIN, PERIOD, Expected, build_dataset, check, seed
 
 pytestmark = pytest.mark.slow
 

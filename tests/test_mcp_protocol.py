@@ -1,6 +1,6 @@
 """POST /api/mcp as a JSON-RPC / MCP Streamable HTTP endpoint: transport, errors, eras, auth.
 
-The numbers the tools return are tests/test_analytics.py's; the official client against
+The numbers the tools return are tests/analytics/test_analytics.py's; the official client against
 gunicorn is tests/test_mcp_client.py.
 """
 from typing import Any

@@ -1,0 +1,215 @@
+"""Traffic: entry page views and sources, events counted, overview, top pages and sources, goals."""
+from datetime import datetime
+from typing import Any
+
+from peewee import (
+    JOIN,
+    Case,
+    Select,
+    Value,
+    fn,
+)
+
+from app.analytics.base import (
+    MAX_DAYS,
+    Period,
+    as_count,
+    day_of,
+    event_filter,
+    event_rows,
+    fetch,
+    is_sampled,
+    rate,
+    top_keys,
+    url_pages,
+    when,
+)
+from app.analytics.sql import json_text, query_param, url_host
+from models import Event, Site, database
+from models.event import EVENT_TYPES
+
+HEARTBEAT_SECONDS = 15
+INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
+DIRECT = "(direct)"
+
+
+def _site_domain(site: Site) -> str:
+    domain = site.domain.lower()
+    return domain[4:] if domain.startswith("www.") else domain
+
+
+def session_entries(site: Site, since: datetime, until: datetime,
+             sessions: Any = None) -> tuple[Any, ...]:
+    """CTEs ending with `entries`: each session's entry page view (its first, by time then id)
+    with its source. Columns: session_id, visitor, w, sampled, started_at, referrer (a host or
+    '(direct)'), utm_source. `sessions`, a subquery of session ids, restricts the work."""
+    where = ((Event.site_id == site.id) & (Event.occurred_at >= since)
+             & (Event.occurred_at < until) & (Event.type == "pageview")
+             & Event.session_id.is_null(False))
+    if sessions is not None:
+        where &= Event.session_id.in_(sessions)
+    entry_order = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
+                                       order_by=[Event.occurred_at, Event.id])
+    page_views = (Event.select(Event.session_id.alias("session_id"),
+                               Event.anonymous_id.alias("visitor"), Event.weight.alias("w"),
+                               Event.occurred_at.alias("started_at"),
+                               Event.referrer.alias("referrer"), Event.page_url.alias("url"),
+                               Event.properties.alias("properties"),
+                               entry_order.alias("entry_order"))
+                  .where(where).cte("entry_candidates"))
+    p = page_views.c
+    firsts = (Select([page_views], [p.session_id, p.visitor, p.w, p.started_at, p.referrer,
+                                    p.url, json_text(p.properties, "utm_source")
+                                    .alias("utm_property")])
+              .where(p.entry_order == 1).cte("first_page_views"))
+    f = firsts.c
+    # Hosts and URL parameters are derived once per distinct referrer / URL (see url_pages).
+    host = url_host(f.referrer)
+    domain = _site_domain(site)
+    own = host.is_null() | (host == domain) | host.endswith(f".{domain}")
+    referrers = (Select([firsts], [f.referrer, Case(None, [(own, DIRECT)], host)
+                                   .alias("source")]).group_by(f.referrer).cte("referrers"))
+    url_utm = (Select([firsts], [f.url, query_param(f.url, "utm_source").alias("utm_source")])
+               .group_by(f.url).cte("url_utm"))
+    r, q = referrers.c, url_utm.c
+    entries = (Select([firsts.join(referrers, JOIN.LEFT_OUTER, on=(r.referrer == f.referrer))
+                       .join(url_utm, JOIN.LEFT_OUTER, on=(q.url == f.url))],
+                      [f.session_id, f.visitor, f.w, is_sampled(f.w).alias("sampled"),
+                       f.started_at, fn.COALESCE(r.source, DIRECT).alias("referrer"),
+                       fn.COALESCE(fn.NULLIF(f.utm_property, ""), q.utm_source)
+                       .alias("utm_source")])
+               .cte("entries"))
+    return page_views, firsts, referrers, url_utm, entries
+
+
+def count_events(site_id: int, period: Period, limit: int, type_: str | None = None,
+                 name: str | None = None) -> dict[str, Any]:
+    where = event_filter(site_id, period, *([type_] if type_ else []))
+    if name is not None:
+        where &= Event.name == name
+    day = database.truncate_date("day", Event.occurred_at)
+    grouped = (Event.select(day.alias("day"), Event.name.alias("name"),
+                            fn.SUM(Event.weight).alias("w"), fn.COUNT(Event.id).alias("stored"),
+                            fn.MAX(is_sampled(Event.weight)).alias("sampled"))
+               .where(where).group_by(day, Event.name).cte("per_day_and_name"))
+    g = grouped.c
+    nothing = Value(None)
+    rows = (Select([grouped], [Value("day").alias("dim"), g.day.cast("TEXT").alias("key"),
+                               nothing.alias("unit"), g.w, g.w.alias("uw"), g.sampled])
+            + Select([grouped], [Value("name"), g.name, nothing, g.w, g.w, g.sampled])
+            .where(g.name.is_null(False))
+            + Select([grouped], [Value("stored"), Value("all"), nothing, g.stored, g.w,
+                                 Value(0)])
+            ).cte("counted")
+    ranked = top_keys(rows, {"day": MAX_DAYS, "name": limit, "stored": 1}, ctes=(grouped,))
+    days = sorted(ranked["day"].rows, key=lambda row: row["key"])
+    return {
+        "type": type_, "name": name, "count": ranked["day"].total,
+        "stored_events": ranked["stored"].total,
+        "by_day": [{"date": day_of(row["key"]), "count": row["count"]} for row in days],
+        "by_name": [{"name": row["key"], "count": row["count"]} for row in ranked["name"].rows],
+        "estimated": ranked["day"].estimated,
+    }
+
+
+def overview(site_id: int, period: Period) -> dict[str, Any]:
+    per_type = [fn.SUM(when(Event.type == name, Event.weight)).alias(name)
+                for name in EVENT_TYPES]
+    sessions = (Event.select(Event.session_id.alias("session_id"),
+                             fn.MAX(Event.anonymous_id).alias("visitor"),
+                             fn.MAX(Event.weight).alias("w"),
+                             fn.MAX(is_sampled(Event.weight)).alias("sampled"),
+                             fn.SUM(when(Event.type == "pageview", 1)).alias("pageviews"),
+                             fn.SUM(when(Event.type.in_(INTERACTIONS), 1)).alias("interactions"),
+                             *per_type)
+                .where(event_filter(site_id, period))  # NULL session_id: one group, not a session
+                .group_by(Event.session_id).cte("per_session"))
+    s = sessions.c
+    is_session = s.session_id.is_null(False) & (s.pageviews > 0)
+    bounced = is_session & (s.pageviews == 1) & (s.interactions == 0)
+    visitors = (Select([sessions], [fn.MAX(s.w).alias("w")]).where(is_session)
+                .group_by(s.visitor).cte("visitors"))
+    totals = fetch(Select([sessions], [
+        fn.SUM(when(is_session, s.w)).alias("sessions"),
+        fn.SUM(when(bounced, s.w)).alias("bounces"),
+        fn.SUM(when(is_session, s.heartbeat)).alias("heartbeats"),
+        fn.MAX(s.sampled).alias("sampled"),
+        Select([visitors], [fn.SUM(visitors.c.w)]).alias("visitors"),
+        *[fn.SUM(getattr(s, name)).alias(name) for name in EVENT_TYPES],
+    ]).with_cte(sessions, visitors))[0]
+    session_count = float(totals["sessions"] or 0)
+    engaged = HEARTBEAT_SECONDS * float(totals["heartbeats"] or 0)
+    events = {name: as_count(totals[name]) for name in EVENT_TYPES if totals[name]}
+    return {
+        "visitors": as_count(totals["visitors"]), "sessions": as_count(session_count),
+        "pageviews": events.get("pageview", 0),
+        "bounced_sessions": as_count(totals["bounces"]),
+        "bounce_rate": rate(float(totals["bounces"] or 0), session_count),
+        "engaged_seconds": round(engaged),
+        "avg_engaged_seconds": round(engaged / session_count, 1) if session_count else None,
+        "events_by_type": dict(sorted(events.items(), key=lambda item: (-item[1], item[0]))),
+        "estimated": bool(totals["sampled"]),
+    }
+
+
+def top_pages(site_id: int, period: Period, limit: int) -> dict[str, Any]:
+    per_visitor = (Event.select(Event.page_url.alias("url"), Event.anonymous_id.alias("visitor"),
+                                fn.SUM(Event.weight).alias("w"), fn.MAX(Event.weight).alias("uw"),
+                                fn.MAX(is_sampled(Event.weight)).alias("sampled"))
+                   .where(event_filter(site_id, period, "pageview"))
+                   .group_by(Event.page_url, Event.anonymous_id).cte("url_visitors"))
+    pages = url_pages(per_visitor, "url_pages")
+    v = per_visitor.c
+    rows = (Select([per_visitor.join(pages, JOIN.LEFT_OUTER, on=(pages.c.url == v.url))],
+                   [Value("page").alias("dim"), fn.COALESCE(pages.c.page, "/").alias("key"),
+                    v.visitor.alias("unit"), v.w, v.uw, v.sampled]).cte("page_rows"))
+    ranking = top_keys(rows, {"page": limit}, ctes=(per_visitor, pages))["page"]
+    return {
+        "pages": [{"page": row["key"], "pageviews": row["count"], "visitors": row["units"]}
+                  for row in ranking.rows],
+        "total_pageviews": ranking.total, "distinct_pages": ranking.keys,
+        "estimated": ranking.estimated,
+    }
+
+
+def top_sources(site: Site, period: Period, limit: int) -> dict[str, Any]:
+    *ctes, entries = session_entries(site, period.start, period.end)
+    e = entries.c
+    rows = (Select([entries], [Value("referrer").alias("dim"), e.referrer.alias("key"),
+                               e.visitor.alias("unit"), e.w, e.w.alias("uw"), e.sampled])
+            + Select([entries], [Value("utm"), e.utm_source, e.visitor, e.w, e.w, e.sampled])
+            .where(e.utm_source.is_null(False))).cte("sources")
+    ranked = top_keys(rows, {"referrer": limit, "utm": limit}, ctes=(*ctes, entries))
+    return {
+        "sessions": ranked["referrer"].total,
+        "referrers": [{"source": row["key"], "sessions": row["count"], "visitors": row["units"]}
+                      for row in ranked["referrer"].rows],
+        "utm_sources": [{"utm_source": row["key"], "sessions": row["count"],
+                         "visitors": row["units"]} for row in ranked["utm"].rows],
+        "estimated": ranked["referrer"].estimated,
+    }
+
+
+def goal_conversions(site_id: int, period: Period, limit: int,
+                     goal: str | None = None) -> dict[str, Any]:
+    goals = event_filter(site_id, period, "goal")
+    if goal is not None:
+        goals &= Event.name == goal
+    in_sessions = event_filter(site_id, period, "pageview") & Event.session_id.is_null(False)
+    rows = (event_rows(goals, "goal", Event.name, Event.session_id)
+            + event_rows(goals, "any", Value("any goal"), Event.session_id)
+            + event_rows(in_sessions, "sessions", Value("all"), Event.session_id)
+            ).cte("goal_rows")
+    ranked = top_keys(rows, {"goal": limit, "any": 1, "sessions": 1})
+    any_goal = ranked["any"].rows[0] if ranked["any"].rows else {"count": 0, "units": 0}
+    sessions = ranked["sessions"].rows[0]["units"] if ranked["sessions"].rows else 0
+    return {
+        "sessions": sessions,
+        "goals": [{"goal": row["key"], "conversions": row["count"],
+                   "converting_sessions": row["units"],
+                   "conversion_rate": rate(row["units"], sessions)}
+                  for row in ranked["goal"].rows],
+        "total": {"conversions": any_goal["count"], "converting_sessions": any_goal["units"],
+                  "conversion_rate": rate(any_goal["units"], sessions)},
+        "estimated": ranked["any"].estimated or ranked["sessions"].estimated,
+    }
