@@ -219,7 +219,7 @@ def prepare(total: int, reuse: bool) -> None:
 
 def time_tools(repeat: int) -> list[tuple[str, float, float, float, str]]:
     from app import create_app
-    from blueprints.mcp import MCP
+    from app.agent.tools import MCP
     from models import Site, database
 
     app = create_app({"DATABASE_URL": DB_URL})

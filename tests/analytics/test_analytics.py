@@ -4,7 +4,7 @@
 resent order, crawler hits, ingest tallies, events just outside the period and another site's
 events) straight through the models; `Expected` recomputes every figure from those Python rows
 with the definitions of app.analytics written out plainly. Each tool is called through the MCP
-endpoint (tools/call); tests/test_mcp_client.py runs the same comparison through the official
+endpoint (tools/call); tests/agent/test_mcp_client.py runs the same comparison through the official
 MCP client against gunicorn.
 """
 import random

@@ -1,0 +1,129 @@
+"""Short text renderings of the tools' results: the `content` an agent reads beside
+`structuredContent`."""
+from collections.abc import Callable
+from typing import Any
+
+from app.analytics import performance
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _pct(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
+
+
+def _head(result: dict[str, Any], title: str) -> str:
+    note = " (estimated: sampled data, scaled by weights)" if result["estimated"] else ""
+    return f"{title} for {result['site']}, {result['from']} to {result['to']}{note}"
+
+
+def _lines(rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str],
+           empty: str = "  (none)") -> list[str]:
+    return [f"  {number}. {line(row)}" for number, row in enumerate(rows, 1)] or [empty]
+
+
+def render_count(r: dict[str, Any]) -> str:
+    what = " ".join(part for part in (r["type"], r["name"] and f"'{r['name']}'") if part)
+    days = ", ".join(f"{day['date']}: {_n(day['count'])}" for day in r["by_day"])
+    return "\n".join([_head(r, f"{what or 'All'} events"),
+                      f"{_n(r['count'])} events ({_n(r['stored_events'])} stored)",
+                      f"Per day: {days or 'none'}", "By name:",
+                      *_lines(r["by_name"], lambda row: f"{row['name']}: {_n(row['count'])}")])
+
+
+def render_overview(r: dict[str, Any]) -> str:
+    engaged = r["avg_engaged_seconds"]
+    return "\n".join([
+        _head(r, "Overview"),
+        f"{_n(r['visitors'])} visitors, {_n(r['sessions'])} sessions, {_n(r['pageviews'])} "
+        f"page views; bounce rate {_pct(r['bounce_rate'])}; average engaged time "
+        f"{'-' if engaged is None else f'{engaged:.0f} s'}",
+        "Events by type: " + (", ".join(f"{name} {_n(count)}" for name, count
+                                        in r["events_by_type"].items()) or "none")])
+
+
+def render_pages(r: dict[str, Any]) -> str:
+    return "\n".join([_head(r, "Top pages"),
+                      f"{_n(r['total_pageviews'])} page views over {_n(r['distinct_pages'])} "
+                      "pages",
+                      *_lines(r["pages"], lambda row: f"{row['page']}: {_n(row['pageviews'])} "
+                                                      f"views, {_n(row['visitors'])} visitors")])
+
+
+def render_sources(r: dict[str, Any]) -> str:
+    def line(key: str) -> Callable[[dict[str, Any]], str]:
+        return lambda row: (f"{row[key]}: {_n(row['sessions'])} sessions, "
+                            f"{_n(row['visitors'])} visitors")
+    return "\n".join([_head(r, "Top sources"), f"{_n(r['sessions'])} sessions. Referrers:",
+                      *_lines(r["referrers"], line("source")), "UTM sources:",
+                      *_lines(r["utm_sources"], line("utm_source"))])
+
+
+def _conversion(row: dict[str, Any]) -> str:
+    return (f"{_n(row['conversions'])} conversions, {_n(row['converting_sessions'])} converting "
+            f"sessions, rate {_pct(row['conversion_rate'])}")
+
+
+def render_goals(r: dict[str, Any]) -> str:
+    return "\n".join([_head(r, "Goal conversions"),
+                      f"{_n(r['sessions'])} sessions; all goals: {_conversion(r['total'])}",
+                      *_lines(r["goals"], lambda row: f"{row['goal']}: {_conversion(row)}")])
+
+
+def _money(row: dict[str, Any]) -> str:
+    return (f"net {row['net']} {row['currency']} ({_n(row['orders'])} orders, gross "
+            f"{row['gross']}, {_n(row['refund_count'])} refunds of {row['refunds']})")
+
+
+def render_revenue(r: dict[str, Any]) -> str:
+    return "\n".join([_head(r, "Revenue"), *_lines(r["currencies"], _money),
+                      "By traffic source (the session of the paying user):",
+                      *_lines(r["by_source"], lambda row: f"{row['source']}: {_money(row)}")])
+
+
+def render_vitals(r: dict[str, Any]) -> str:
+    site = ", ".join(f"{metric} {vital['p75']:g} ({vital['rating']})"
+                     for metric, vital in r["site_vitals"].items() if vital)
+    return "\n".join([_head(r, "Web vitals, p75 (ms; CLS unitless)"),
+                      f"Whole site: {site or 'no samples'}",
+                      *_lines(r["pages"], lambda row: f"{row['page']} ({_n(row['samples'])} "
+                              "samples): " + ", ".join(f"{metric} {row[metric]:g}" for metric
+                                                       in performance.VITALS
+                                                       if row[metric] is not None))])
+
+
+def render_errors(r: dict[str, Any]) -> str:
+    return "\n".join([_head(r, "Errors"), f"{_n(r['total_errors'])} errors, "
+                                          f"{_n(r['distinct_messages'])} distinct messages",
+                      *_lines(r["errors"], lambda row: f"{row['message'][:200]}: "
+                              f"{_n(row['occurrences'])} times in {_n(row['sessions'])} "
+                              f"sessions, last {row['last_seen']}")])
+
+
+def render_crawlers(r: dict[str, Any]) -> str:
+    categories = ", ".join(f"{row['category']} {_n(row['hits'])}" for row in r["categories"])
+    return "\n".join([_head(r, "Crawler activity"),
+                      f"{_n(r['total_hits'])} hits: {categories or 'none'}", "Crawlers:",
+                      *_lines(r["crawlers"], lambda row: f"{row['crawler']} ({row['category']}"
+                              f"): {_n(row['hits'])} hits, {_n(row['verified'])} verified, "
+                              f"{_n(row['spoofed'])} spoofed, last {row['last_seen']}"),
+                      "Top paths:", *_lines(r["top_paths"], lambda row: f"{row['path']}: "
+                                            f"{_n(row['hits'])} hits by {_n(row['crawlers'])} "
+                                            "crawlers")])
+
+
+def _ingest_line(row: dict[str, Any]) -> str:
+    rejected = ", ".join(f"{reason} {_n(count)}"
+                         for reason, count in sorted(row["rejected"].items()))
+    return (f"stored {_n(row['events_stored'])} events, {_n(row['server_events_stored'])} "
+            f"server events, {_n(row['crawl_hits_stored'])} crawl hits; sampled away "
+            f"{_n(row['sampled_away'])}, duplicate batches {_n(row['duplicate_batches'])}, bots "
+            f"{_n(row['bot_filtered'])}, rejected {_n(row['rejected_total'])}"
+            + (f" ({rejected})" if rejected else ""))
+
+
+def render_ingest(r: dict[str, Any]) -> str:
+    return "\n".join([_head(r, "Ingest health"), "Total: " + _ingest_line(r["totals"]),
+                      *[f"  {day['date']}: {_ingest_line(day)}" for day in r["days"]]])
