@@ -24,6 +24,10 @@ preload_app = True
 accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
+# gunicorn's control socket defaults to one path per user, which a second instance on the same
+# host would take over: off unless GUNICORN_CONTROL_SOCKET names this instance's own path.
+control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET", "")
+control_socket_disable = not control_socket
 
 # /metrics adds up every worker's counters through files in this directory.
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="egis-metrics-"))

@@ -164,15 +164,18 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
     """Start a real gunicorn on the test database; stopped by PID after the test."""
     started: list[LiveServer] = []
 
-    def start(workers: int = 2, env: dict[str, str] | None = None) -> LiveServer:
+    def start(workers: int = 2, env: dict[str, str] | None = None,
+              deploy_config: bool = False) -> LiveServer:
+        """`deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, worker hooks)."""
         port = free_port()
+        config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
         log_path = tmp_path / f"gunicorn-{port}.log"
         process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
         with log_path.open("wb") as log_file:  # the child keeps its own descriptor
             process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-w", str(workers), "-b",
+                [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
                  f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
-                 "wsgi:app"],
+                 "--no-control-socket", "wsgi:app"],
                 cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
         server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
         started.append(server)

@@ -11,6 +11,7 @@ from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
 from app.db import make_database
+from tests.tracking.helpers import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
 
 
 def test_default_database_is_an_sqlite_file_in_the_instance_folder(monkeypatch, tmp_path):
@@ -102,3 +103,19 @@ def test_wsgi_app_under_gunicorn(start_gunicorn, std_site):
     status, body = _get(f"{server.url}/nope")
     assert (status, set(body)) == (404, {"error"})
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.slow
+def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_gunicorn, std_site):
+    """deploy/gunicorn.conf.py as shipped: gthread workers, the app preloaded, and the worker
+    hook that warms the crawler list (it imports the bot filter by its path) runs cleanly."""
+    server = start_gunicorn(workers=2, deploy_config=True)
+    browser = {"Origin": "https://std.example", "User-Agent": CHROME_UA}
+    status, _, body = post_live(server.url, dumps(batch()), std_site.write_headers(**browser))
+    assert (status, body) == (200, {"success": True, "count": 1}), server.log()
+    bot = {**browser, "User-Agent": GOOGLEBOT_UA}
+    status, _, body = post_live(server.url, dumps(batch()), std_site.write_headers(**bot))
+    assert (status, body) == (200, {"success": True, "count": 0, "bot": True})
+    log = server.log()
+    assert "Using worker: gthread" in log
+    assert "Traceback" not in log and "Exception" not in log

@@ -1,4 +1,4 @@
-"""app.money: active currencies, ISO 4217 exponents and exact minor-unit conversion."""
+"""app.revenue.money: active currencies, ISO 4217 exponents and exact minor-unit conversion."""
 
 from decimal import Decimal
 

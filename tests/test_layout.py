@@ -1,0 +1,131 @@
+"""The layout's rules, read from the imports of app/, blueprints/ and models/ (README "Layout").
+
+A module at the top of app/ is shared by two or more surfaces; a folder in app/ is one domain.
+Imports go one way: models import neither app nor blueprints; app does not import blueprints;
+a shared module imports no domain folder; domains import each other only as the table below
+allows; and no module imports itself back through others. `create_app` (app/__init__.py) wires
+everything and is exempt. Imports inside functions count like the others.
+"""
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGES = ("app", "blueprints", "models")
+FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires
+DOMAIN_IMPORTS = {
+    "tracking": {"crawlers"},  # the bot filter
+    "revenue": set(),
+    "crawlers": set(),
+    "analytics": {"revenue"},  # minor to major units
+    "agent": {"analytics", "crawlers"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for package in PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py")) if "migrations" not in path.parts}
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> set[str]:
+    """The project modules `name` imports (`from app import tally` names app.tally)."""
+    tree = ast.parse(MODULES[name].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [f"{node.module}.{alias.name}" for alias in node.names]
+            targets = [target if target in MODULES else node.module for target in targets]
+        else:
+            continue
+        found.update(target for target in targets if target in MODULES and target != name)
+    return found
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _domain(name: str) -> str | None:
+    """The domain folder of app/ that holds `name`, None for a shared module or outside app/."""
+    parts = name.split(".")
+    if parts[0] != "app" or len(parts) < 2:
+        return None
+    return parts[1] if (ROOT / "app" / parts[1]).is_dir() else None
+
+
+def _is_shared(name: str) -> bool:
+    return name.startswith("app.") and _domain(name) is None
+
+
+def test_the_tree_is_read():
+    assert {"app.tracking.store", "app.agent.tools", "blueprints.events", "models.event",
+            "app.errors"} <= set(MODULES)
+    assert "app.tally" in GRAPH["app.errors"]
+    assert _domain("app.tracking.store") == "tracking" and _domain("app.tracking") == "tracking"
+    assert _is_shared("app.errors") and not _is_shared("app.crawlers.networks")
+
+
+def test_no_import_cycles():
+    graph = {name: targets for name, targets in GRAPH.items() if name != FACTORY}
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            cycle = [*path[path.index(name):], name]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        for target in sorted(graph.get(name, ())):
+            visit(target, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_models_import_neither_app_nor_blueprints():
+    wrong = {(name, target) for name, targets in GRAPH.items() if name.startswith("models")
+             for target in targets if not target.startswith("models")}
+    assert not wrong
+
+
+def test_app_does_not_import_blueprints():
+    wrong = {(name, target) for name, targets in GRAPH.items()
+             if name.startswith("app") and name != FACTORY
+             for target in targets if target.startswith("blueprints")}
+    assert not wrong
+
+
+def test_shared_modules_import_no_domain():
+    wrong = {(name, target) for name, targets in GRAPH.items()
+             if _is_shared(name) and name != FACTORY
+             for target in targets if _domain(target) is not None}
+    assert not wrong
+
+
+def test_domains_import_each_other_one_way():
+    assert set(DOMAIN_IMPORTS) == {_domain(name) for name in MODULES} - {None}
+    wrong = set()
+    for name, targets in GRAPH.items():
+        domain = _domain(name)
+        for target in targets:
+            other = _domain(target)
+            if domain and other and other != domain and other not in DOMAIN_IMPORTS[domain]:
+                wrong.add((name, target))
+    assert not wrong
+
+
+def test_domain_packages_hold_a_docstring_only():
+    for domain in DOMAIN_IMPORTS:
+        tree = ast.parse((ROOT / "app" / domain / "__init__.py").read_text())
+        assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr), domain
+        assert ast.get_docstring(tree), domain
