@@ -100,8 +100,8 @@ def session_events(rng: random.Random, site_id: int, now: datetime, number: int
         yield row("pageview", at)
         if rng.random() < 0.5:
             for metric, (low, high) in VITAL_RANGES.items():
-                yield row("performance", at, properties={
-                    "metric": metric, "value": round(rng.uniform(low, high), 3)})
+                yield row("performance", at,
+                          properties={metric: round(rng.uniform(low, high), 3)})
         for _ in range(min(int(rng.expovariate(0.3)), 20)):
             at += timedelta(seconds=15)
             yield row("heartbeat", at)

@@ -109,7 +109,9 @@ TOOLS = [
           lambda site, period, a: revenue.revenue(site, period, a["limit"]), render_revenue),
     _tool("get_web_vitals", "Web vitals",
           "p75 (percentile_cont: linear interpolation) of LCP, INP, FCP, TTFB (ms) and CLS, for "
-          "the whole site with Google's rating, and for the pages with the most samples."
+          "the whole site with Google's rating, and for the pages with the most samples. "
+          "Samples are the `lcp`, `inp`, `cls`, `fcp` and `ttfb` numbers in the properties of "
+          "performance events (one or several per event)."
           + PERIOD_NOTE, ListArgs, VitalsResult,
           lambda site, period, a: performance.web_vitals(site.id, period, a["limit"]),
           render_vitals),

@@ -35,9 +35,10 @@ Attribution  a payment goes to one session: the one named by the server event's 
              identify()) whose entry page view is at or before the payment, looking back at most
              ATTRIBUTION_LOOKBACK_DAYS before the period. Its source is the session's UTM source,
              else its referrer source. Payments without such a session: '(unattributed)'.
-Web vitals   one metric per performance event, as the tracker sends one event per web-vitals
-             callback: properties {"metric": "lcp"|"inp"|"cls"|"fcp"|"ttfb", "value": number}
-             (milliseconds; CLS unitless); other metrics and non-numeric values are ignored.
+Web vitals   a performance event carries each metric under its spec name in `properties`:
+             `lcp`, `inp`, `cls`, `fcp`, `ttfb` (milliseconds; CLS unitless), one or several
+             per event, whichever client sent it; each JSON number there is one sample, and
+             other keys and non-numeric values are ignored.
              p75 is percentile_cont(0.75): the linear interpolation at position 0.75 x (n - 1)
              of the ascending values, PostgreSQL's ordered-set aggregate and the same arithmetic
              over window functions on SQLite. Percentiles are not weighted: a sampled period's

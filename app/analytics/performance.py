@@ -1,4 +1,6 @@
 """The Standard-plan types: web vitals (p75 per page) and JavaScript errors."""
+import operator
+from functools import reduce
 from typing import Any
 
 from peewee import (
@@ -105,16 +107,25 @@ def _site_and_page_p75(samples: Any, top: Any,
             .group_by(r.page_no, r.metric_no)), (stacked, *ranking_ctes)
 
 
+def _vital_samples(site_id: int, period: Period) -> tuple[Any, Any]:
+    """CTEs: the period's performance events, and one sample (url, metric_no, value, w, sampled)
+    per metric that an event carries under its spec name as a JSON number."""
+    events = (Event.select(Event.page_url.alias("url"), Event.properties.alias("properties"),
+                           Event.weight.alias("w"), is_sampled(Event.weight).alias("sampled"))
+              .where(event_filter(site_id, period, "performance")).cte("vital_events"))
+    e = events.c
+    per_metric = []
+    # Metrics travel as small integers so that sorting compares numbers, not text.
+    for number, name in enumerate(VITALS):
+        value = json_number(e.properties, name)
+        per_metric.append(Select([events], [e.url, Value(number).alias("metric_no"),
+                                            value.alias("value"), e.w, e.sampled])
+                          .where(value.is_null(False)))
+    return events, reduce(operator.add, per_metric).cte("vital_samples")
+
+
 def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
-    metric = json_text(Event.properties, "metric")
-    value = json_number(Event.properties, "value")
-    # Metrics and pages travel as small integers so that sorting compares numbers, not text.
-    metric_no = Case(metric, [(name, number) for number, name in enumerate(VITALS)])
-    samples = (Event.select(Event.page_url.alias("url"), metric_no.alias("metric_no"),
-                            value.alias("value"), Event.weight.alias("w"),
-                            is_sampled(Event.weight).alias("sampled"))
-               .where(event_filter(site_id, period, "performance") & metric.in_(VITALS)
-                      & value.is_null(False)).cte("vital_samples"))
+    events, samples = _vital_samples(site_id, period)
     s = samples.c
     per_url = (Select([samples], [s.url, fn.SUM(s.w).alias("n")]).group_by(s.url)
                .cte("vital_urls"))
@@ -128,7 +139,7 @@ def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     top_urls = (Select([pages.join(top, on=(t.page == g.page))], [g.url, t.page_no])
                 .cte("top_urls"))
     query, more_ctes = _site_and_page_p75(samples, top, top_urls)
-    found = fetch(query.with_cte(samples, per_url, pages, top, top_urls, *more_ctes))
+    found = fetch(query.with_cte(events, samples, per_url, pages, top, top_urls, *more_ctes))
     site_wide: dict[str, Any] = dict.fromkeys(VITALS)
     listed: dict[int, dict[str, Any]] = {}
     for row in found:
