@@ -1,0 +1,47 @@
+export const SESSION_TIMEOUT = 30 * 60 * 1000;
+const ANONYMOUS_KEY = 'egis_aid';
+const SESSION_KEY = 'egis_sid';
+const USER_KEY = 'egis_uid';
+
+/**
+ * Who is browsing: an anonymous id kept in localStorage (no cookies), a session id per tab in
+ * sessionStorage that a reload keeps and 30 idle minutes renew, and the user id given to
+ * identify(), kept for the tab.
+ * @param {object} local localStorage as made by safeStorage
+ * @param {object} session sessionStorage as made by safeStorage
+ * @param {() => string} newId
+ */
+export function createIdentity(local, session, newId) {
+  const anonymousId = local.get(ANONYMOUS_KEY) || newId();
+  local.set(ANONYMOUS_KEY, anonymousId);
+  let visit;
+  try {
+    visit = JSON.parse(session.get(SESSION_KEY));
+  } catch {}
+  let userId = session.get(USER_KEY) || undefined;
+
+  return {
+    anonymousId,
+    /** Records activity now; a new session starts after 30 idle minutes. */
+    touch() {
+      const now = Date.now();
+      if (!(visit?.id && now - visit.last <= SESSION_TIMEOUT)) visit = { id: newId() };
+      visit.last = now;
+      session.set(SESSION_KEY, JSON.stringify(visit));
+    },
+    /** The session id as of the last touch(). */
+    sessionId: () => visit.id,
+    userId: () => userId,
+    /**
+     * Sets the user id for this tab; null, undefined or "" clear it.
+     * @returns {boolean} false when `id` was refused: over 128 characters, or an e-mail address
+     */
+    identify(id) {
+      id = String(id ?? '');
+      if (id.length > 128 || /@.*\./.test(id)) return false;
+      userId = id || undefined;
+      session.set(USER_KEY, id);
+      return true;
+    },
+  };
+}
