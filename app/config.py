@@ -39,6 +39,9 @@ def load(app: Flask, overrides: dict[str, Any] | None = None) -> None:
     app.config["DATABASE_URL"] = os.environ.get(
         "DATABASE_URL", f"sqlite:///{os.path.join(app.instance_path, 'egis.sqlite3')}"
     )
+    # The built tracker (sdk/dist/tracker.js, committed), served at /tracker.js.
+    app.config.setdefault("TRACKER_PATH",
+                          os.path.join(os.path.dirname(app.root_path), "sdk", "dist", "tracker.js"))
     if overrides:
         app.config.update(overrides)
     app.config["WRITE_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}_"

@@ -64,3 +64,16 @@ def database_bytes(database_url: str) -> bytes:
     command = ["pg_dump", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432),
                "-U", url.username or "postgres", url.path.lstrip("/")]
     return subprocess.run(command, check=True, capture_output=True, timeout=60).stdout
+
+
+def call_tool(client, server_key: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """An MCP tools/call with a server key; the tool's structured result."""
+    response = client.post("/api/mcp", headers={
+        "Authorization": f"Bearer {server_key}", "MCP-Protocol-Version": "2025-11-25",
+        "Accept": "application/json"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}})
+    assert response.status_code == 200, response.data
+    result = response.get_json()["result"]
+    assert not result.get("isError"), result
+    return result["structuredContent"]

@@ -6,6 +6,7 @@ the tool counts every one of them.
 """
 from typing import Any
 
+from tests.helpers import call_tool
 from tests.tracking.helpers import batch, event, now_ms, post_json
 
 PAGE = "https://std.example/pricing?utm_source=x"
@@ -20,13 +21,7 @@ def _post(client, keys, *properties: dict[str, Any]) -> None:
 
 
 def _web_vitals(client, keys) -> dict[str, Any]:
-    response = client.post("/api/mcp", headers={
-        **keys.server_headers(), "MCP-Protocol-Version": "2025-11-25",
-        "Accept": "application/json"}, json={
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "get_web_vitals", "arguments": {}}})
-    assert response.status_code == 200, response.data
-    return response.get_json()["result"]["structuredContent"]
+    return call_tool(client, keys.server_key, "get_web_vitals")
 
 
 def test_all_five_metrics_in_one_event_are_counted(client, std_site):

@@ -1,0 +1,156 @@
+"""The tracker end to end: real headless Chromium, a real gunicorn + database, two origins.
+
+The test page is served from http://localhost:<port> (or a subdomain: Chromium resolves
+*.localhost to the loopback), the tracker and the API from http://127.0.0.1:<port> through a
+proxy (tests/sdk/proxy.py) that can fail on purpose. So the page's requests are cross-origin,
+with real CORS preflights, and the site's domain is `localhost`.
+
+Chromium is Debian's (`/usr/bin/chromium`, or EGIS_CHROMIUM), driven by Playwright's Python
+package; `.ci/run` installs it. The browser sends an ordinary desktop Chrome user agent: the
+default one says HeadlessChrome, which egis rightly files as a bot. It is set on the command line,
+not only per context: keepalive requests that outlive their page go out with the browser's own.
+"""
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+
+from tests.helpers import call_tool as mcp_call
+from tests.sdk.proxy import FlakyProxy
+from tests.tracking.helpers import CHROME_UA
+
+CHROMIUM = os.environ.get("EGIS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", f"--user-agent={CHROME_UA}"]
+FLUSH_INTERVAL_MS = 200  # instead of a few seconds, so that tests wait little
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium` "
+                    "(.ci/run does) or set EGIS_CHROMIUM.")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context(user_agent=CHROME_UA)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Page:
+    page = context.new_page()
+    page.warnings = []  # console warnings, for the tests that expect one
+    page.on("console", lambda message: message.type == "warning"
+            and page.warnings.append(message.text))
+    return page
+
+
+class PageServer:
+    """Serves the test pages (path -> HTML) on its own origin."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, str] = {}
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                html = pages.get(self.path.split("?")[0])
+                body = (html or "not found").encode()
+                self.send_response(200 if html is not None else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str, host: str = "localhost") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def pages() -> Iterator[PageServer]:
+    server = PageServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def egis(start_gunicorn) -> Iterator[FlakyProxy]:
+    """A live egis (gunicorn, 2 workers) behind the failing proxy; tests talk to the proxy."""
+    server = start_gunicorn(workers=2)
+    proxy = FlakyProxy(server.url).start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def tracked(pages: PageServer, egis: FlakyProxy) -> Callable[..., str]:
+    """Publish a page that carries the tracker's tag; returns its URL.
+
+    `key` is the write key; `attributes` become data- attributes of the tag (`flush_interval`
+    -> data-flush-interval). `head` goes before the tag (the pre-load stub), `body` after it.
+    """
+
+    def publish(path: str, key: str, body: str = "", head: str = "", host: str = "localhost",
+                title: str = "Test page", **attributes: Any) -> str:
+        attributes.setdefault("flush_interval", FLUSH_INTERVAL_MS)
+        data = "".join(f' data-{name.replace("_", "-")}="{value}"'
+                       for name, value in attributes.items())
+        pages.pages[path] = (
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>{head}"
+            f"<script defer src='{egis.url}/tracker.js' data-key='{key}'{data}></script>"
+            f"</head><body>{body}</body></html>")
+        return pages.url(path, host)
+
+    return publish
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "",
+             seen: Callable[[], Any] | None = None) -> Any:
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds,
+    saying what was `seen` by then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}"
+                                 + (f"; seen: {seen()}" if seen else ""))
+        time.sleep(0.05)
+
+
+def tracker_ready(page: Page) -> None:
+    page.wait_for_function("() => window.egis && !Array.isArray(window.egis.q)")
+
+
+@pytest.fixture
+def call_tool(app) -> Callable[..., dict[str, Any]]:
+    """An analytics tool's result for a site (its SiteKeys), through /api/mcp."""
+    client = app.test_client()
+    return lambda keys, tool, **arguments: mcp_call(client, keys.server_key, tool, **arguments)

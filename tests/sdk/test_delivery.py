@@ -1,0 +1,219 @@
+"""Delivery that loses nothing and counts nothing twice, identity, and the privacy switches.
+
+The proxy in front of egis fails on purpose (before egis sees a batch, after egis stored it, or
+by dropping the connection); the assertions are on what egis stored and what the proxy saw.
+"""
+import json
+import time
+
+import pytest
+
+from tests.conftest import BACKEND
+from tests.helpers import post_json
+from tests.sdk.conftest import tracker_ready, wait_for
+from tests.sdk.proxy import DROP, FAIL_AFTER, FAIL_BEFORE
+from tests.tracking.helpers import stored_events
+
+LEAVE = "/left"  # a page without the tracker, on the same origin
+
+
+# The tracker does the same whatever database egis stores in: once, on PostgreSQL, is enough.
+pytestmark = pytest.mark.skipif(BACKEND == "sqlite", reason="browser tests run on PostgreSQL")
+
+
+@pytest.fixture
+def std(make_site):
+    return make_site("localhost", "standard")
+
+
+def _key(event: dict) -> tuple:
+    return (event["type"], event.get("name"), event["timestamp"],
+            json.dumps(event.get("properties") or {}, sort_keys=True))
+
+
+def _stored_key(event) -> tuple:
+    return (event.type, event.name, event.client_ts,
+            json.dumps(event.properties or {}, sort_keys=True))
+
+
+def assert_sent_events_stored_once(app, site, egis) -> None:
+    sent = {_key(event) for batch in egis.batches() for event in batch["events"]}
+    stored = [_stored_key(e) for e in stored_events(app, site.site.id)]
+    assert sorted(stored) == sorted(sent), "every event sent is stored, and only once"
+
+
+def _names(app, site) -> list[str]:
+    return sorted(e.name for e in stored_events(app, site.site.id) if e.type == "custom")
+
+
+def _track(page, *names: str) -> None:
+    page.evaluate("names => names.forEach(name => egis.track(name))", list(names))
+
+
+def _attempts(egis) -> dict[str, list[str]]:
+    """Per batch id, what its POSTs met, in order."""
+    attempts: dict[str, list[str]] = {}
+    for item in list(egis.received):
+        attempts.setdefault(item.batch["id"], []).append(item.action)
+    return attempts
+
+
+def test_retries_keep_the_batch_id_and_store_each_event_once(app, std, tracked, page, egis):
+    egis.fail_next(FAIL_BEFORE, FAIL_AFTER, DROP, FAIL_AFTER)
+    page.goto(tracked("/flaky", std.write_key))
+    tracker_ready(page)
+    _track(page, "one", "two", "three")
+    wait_for(lambda: _names(app, std) == ["one", "three", "two"] and len(egis.received) >= 5
+             and all(actions[-1] == "pass" for actions in _attempts(egis).values()),
+             timeout=40, what="every batch answered 200 after four failures")
+    assert_sent_events_stored_once(app, std, egis)
+    attempts = _attempts(egis)
+    assert attempts[egis.received[0].batch["id"]][0] == FAIL_BEFORE
+    assert sum(len(actions) for actions in attempts.values()) == len(attempts) + 4, \
+        "each failure retried under the same batch id, never a new one"
+
+
+def test_an_offline_period_loses_nothing(app, std, tracked, page, context, egis):
+    page.goto(tracked("/offline", std.write_key))
+    tracker_ready(page)
+    wait_for(lambda: egis.batches(), what="the page view")
+    context.set_offline(True)
+    _track(page, "while-offline-1", "while-offline-2")
+    page.evaluate("egis.flush()")
+    context.set_offline(False)
+    wait_for(lambda: _names(app, std) == ["while-offline-1", "while-offline-2"], timeout=40)
+    assert_sent_events_stored_once(app, std, egis)
+
+
+def test_pending_batches_survive_a_reload(app, std, tracked, page, egis):
+    url = tracked("/reload", std.write_key)
+    egis.fail_next(*[FAIL_BEFORE] * 1000)
+    page.goto(url)
+    tracker_ready(page)
+    _track(page, "before-reload")
+    wait_for(lambda: any(e.get("name") == "before-reload"
+                         for b in egis.batches() for e in b["events"]), what="an attempt")
+    pending_id = next(b["id"] for b in egis.batches()
+                      if any(e.get("name") == "before-reload" for e in b["events"]))
+    assert _names(app, std) == []
+    page.reload()
+    egis.actions.clear()
+    wait_for(lambda: _names(app, std) == ["before-reload"], timeout=40)
+    delivered = [item for item in egis.received if item.action == "pass"
+                 and any(e.get("name") == "before-reload" for e in item.batch["events"])]
+    assert [item.batch["id"] for item in delivered] == [pending_id]
+    assert_sent_events_stored_once(app, std, egis)
+
+
+def test_leaving_the_page_sends_what_is_queued(app, std, tracked, pages, page, egis):
+    pages.pages[LEAVE] = "<p>no tracker here</p>"
+    page.goto(tracked("/hide", std.write_key, flush_interval=600_000))
+    tracker_ready(page)
+    wait_for(lambda: egis.batches(), what="the first send")
+    _track(page, "last-words")
+    page.goto(pages.url(LEAVE))
+    wait_for(lambda: _names(app, std) == ["last-words"])
+
+
+def test_what_exceeds_the_keepalive_budget_waits_for_the_next_page(app, std, tracked, pages,
+                                                                    page, egis):
+    pages.pages[LEAVE] = "<p>no tracker here</p>"
+    url = tracked("/big", std.write_key, flush_interval=600_000)
+    page.goto(url)
+    tracker_ready(page)
+    wait_for(lambda: egis.batches(), what="the first send")
+    # 40 events of 3 KB of random text: ~120 KB, more than fetch keepalive's 64 KiB even gzipped.
+    page.evaluate("""() => { for (let i = 0; i < 40; i++) {
+        const blob = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(2250))));
+        egis.track('bulk-' + String(i).padStart(2, '0'), {blob});
+    } }""")
+    page.goto(pages.url(LEAVE))
+    first = wait_for(lambda: len(_names(app, std)), what="the part that fits")
+    assert 0 < first < 40, "a part is sent at once, the rest waits"
+    page.goto(url)  # the next page of the site delivers the rest
+    wait_for(lambda: len(_names(app, std)) == 40, timeout=40, what="all 40")
+    assert _names(app, std) == [f"bulk-{i:02d}" for i in range(40)]
+    assert_sent_events_stored_once(app, std, egis)
+    for item in egis.received:
+        assert item.batch is not None and len(item.batch["events"]) <= 50
+
+
+def test_a_plan_gated_type_is_dropped_and_the_rest_resent(app, make_site, tracked, page, egis):
+    free = make_site("free.localhost", "free")
+    page.goto(tracked("/free", free.write_key, host="free.localhost"))
+    tracker_ready(page)
+    page.evaluate("egis.trackError(new Error('paid feature'))")
+    _track(page, "free-event")
+    page.mouse.click(5, 5)
+    wait_for(lambda: "free-event" in _names(app, free), what="the custom event")
+    stored_types = {e.type for e in stored_events(app, free.site.id)}
+    assert "pageview" in stored_types and not stored_types & {"performance", "error"}
+    refused = [item for item in egis.received if any(
+        e["type"] in ("error", "performance") for e in item.batch["events"])]
+    assert refused, "the gated types were sent once"
+    later = egis.received[egis.received.index(refused[-1]) + 1:]
+    assert later and all(e["type"] not in ("error", "performance")
+                         for item in later for e in item.batch["events"])
+    assert {item.batch["id"] for item in later}.isdisjoint(
+        {item.batch["id"] for item in refused}), "the rest goes under a new batch id"
+    page.evaluate("egis.trackError(new Error('again'))")
+    _track(page, "after")
+    wait_for(lambda: "after" in _names(app, free))
+    assert "error" not in {e.type for e in stored_events(app, free.site.id)}
+
+
+def test_session_per_tab_and_one_anonymous_id_per_browser(app, std, tracked, context, page):
+    url = tracked("/s", std.write_key)
+    page.goto(url)
+    page.reload()
+    other_tab = context.new_page()
+    other_tab.goto(url)
+    views = wait_for(lambda: len(found := [e for e in stored_events(app, std.site.id)
+                                           if e.type == "pageview"]) >= 3 and found)
+    assert views[0].session_id == views[1].session_id != views[2].session_id
+    assert len({v.anonymous_id for v in views}) == 1
+
+
+def test_identify_joins_server_revenue_to_the_visit(app, client, std, tracked, page,
+                                                    call_tool):
+    page.goto(tracked("/buy", std.write_key) + "?utm_source=newsletter")
+    tracker_ready(page)
+    page.evaluate("async () => { egis.identify('user-7'); await egis.flush() }")
+    wait_for(lambda: [e for e in stored_events(app, std.site.id) if e.user_id == "user-7"])
+    response = post_json(client, "/api/server/events", {
+        "eventName": "purchase", "identifiedUserId": "user-7", "amount": 19.99,
+        "currency": "USD", "orderId": "order-1"}, std.server_headers())
+    assert response.status_code == 200, response.data
+    revenue = call_tool(std, "get_revenue")
+    assert [(row["source"], row["currency"], row["net_minor"]) for row in revenue["by_source"]] \
+        == [("newsletter", "USD", 1999)]
+
+
+PRIVACY = {
+    "do-not-track": ("Object.defineProperty(navigator, 'doNotTrack', {get: () => '1'})", {}),
+    "global-privacy-control": (
+        "Object.defineProperty(navigator, 'globalPrivacyControl', {get: () => true})", {}),
+    "owner-excluded": ("localStorage.setItem('egis_ignore', 'true')", {}),
+    "other-domains-only": ("", {"domains": "shop.example,www.shop.example"}),
+}
+
+
+@pytest.mark.parametrize("setting", list(PRIVACY))
+def test_privacy_settings_send_nothing(app, std, tracked, pages, context, page, egis, setting):
+    script, attributes = PRIVACY[setting]
+    if script:
+        context.add_init_script(script)
+    pages.pages[LEAVE] = "<p>no tracker here</p>"
+    page.goto(tracked("/private", std.write_key, **attributes))
+    page.wait_for_function("() => window.egis && typeof window.egis.track == 'function'")
+    page.evaluate("async () => { egis.track('x'); egis.trackGoal('y'); await egis.flush() }")
+    page.goto(pages.url(LEAVE))
+    time.sleep(0.5)  # a negative: give a stray keepalive request the time to arrive
+    assert egis.received == []
+    assert stored_events(app, std.site.id) == []
+
+
+def test_do_not_track_can_be_overridden_by_the_site(app, std, tracked, context, page):
+    context.add_init_script("Object.defineProperty(navigator, 'doNotTrack', {get: () => '1'})")
+    page.goto(tracked("/dnt-off", std.write_key, respect_dnt="false"))
+    wait_for(lambda: stored_events(app, std.site.id), what="the page view")
