@@ -47,6 +47,7 @@ def test_page_view_with_the_page_fields_and_the_visitor(app, std, tracked, page,
     sent = egis.received[0]
     assert sent.headers["origin"] == url.rsplit("/", 1)[0]  # cross-origin, with a preflight
     assert sent.headers["x-api-key"] == std.write_key
+    assert sent.headers["content-encoding"] == "gzip" and sent.batch["compressed"] is True
 
 
 def test_spa_navigation_is_a_page_view_each(app, std, tracked, page):
@@ -220,3 +221,22 @@ def test_calls_before_the_script_loads_are_replayed(app, std, tracked, page):
                      >= {"early", "early_goal"} and stored_events(app, std.site.id))
     early = next(e for e in names if e.name == "early")
     assert early.properties == {"n": 1} and early.user_id == "early-user"
+
+
+def test_each_automatic_capture_can_be_switched_off(app, std, tracked, page, egis):
+    off = dict.fromkeys(("pageviews", "clicks", "scroll", "forms", "vitals", "errors",
+                         "heartbeat"), "false")
+    page.clock.install()
+    page.goto(tracked("/quiet", std.write_key, body=TALL + (
+        "<a id='l' href='#x'>link</a><form onsubmit='event.preventDefault()'>"
+        "<input name='q'><button>go</button></form>"), **off))
+    tracker_ready(page)
+    page.click("#l")
+    page.click("button")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.evaluate("setTimeout(() => { throw new Error('quiet') }, 0)")
+    page.clock.run_for(20_000)  # a heartbeat's worth of visible time
+    page.evaluate("async () => { egis.track('only-this'); await egis.flush() }")
+    events = wait_for(lambda: stored_events(app, std.site.id), what="the custom event")
+    assert [(e.type, e.name) for e in events] == [("custom", "only-this")]
+    assert [[e["type"] for e in b["events"]] for b in egis.batches()] == [["custom"]]
