@@ -47,11 +47,15 @@ export function createDelivery(post, store, context, newId, gzip) {
 
   async function attempt(entry, text, keepalive) {
     const size = keepalive ? byteLength(text) : 0;
-    entry.sending = true;
+    const mode = keepalive ? 'keepalive' : 'fetch';
+    entry.sending = mode;
     keepaliveBytes += size;
     const response = await post(text, keepalive, gzip && !keepalive);
     keepaliveBytes -= size;
-    entry.sending = false;
+    if (entry.sending == mode) entry.sending = '';
+    // Superseded by a keepalive send of the same batch (page hide), whose answer decides: the
+    // ordinary request was most likely cancelled by the page leaving, which is no reason to wait.
+    else if (!keepalive) return;
     settle(entry.batch, response);
   }
 
@@ -101,16 +105,18 @@ export function createDelivery(post, store, context, newId, gzip) {
   }
 
   /**
-   * The page is hidden, and may be leaving: the idle batches that fit in the keepalive budget
-   * are sent with keepalive and uncompressed (compression is asynchronous, and a leaving page
-   * may not live to finish it). The browser delivers them even after the page is gone, so they
-   * leave the store, and come back to it only if an answer says to retry. Batches in flight or
-   * waiting to retry stay stored for the next page, should this one be gone.
+   * The page is hidden, and may be leaving: the batches that fit in the keepalive budget are
+   * sent with keepalive and uncompressed (compression is asynchronous, and a leaving page may
+   * not live to finish it). The browser delivers them even after the page is gone, so they leave
+   * the store, and come back to it only if an answer says to retry. That includes batches that
+   * an ordinary request is sending: a leaving page cancels it (or never sends it, while it is
+   * being compressed), and the service stores a batch id once. What does not fit, and what
+   * waits to retry, stays stored for the next page, should this one be gone.
    */
   function hide() {
     seal();
     if (stopped || retryTimer) return;
-    const idle = [...entries.values()].filter((entry) => !entry.sending).map((entry) => [entry, body(entry.batch, false)]);
+    const idle = [...entries.values()].filter((entry) => entry.sending != 'keepalive').map((entry) => [entry, body(entry.batch, false)]);
     for (const [entry, text] of pickWithinBudget(idle, KEEPALIVE_BUDGET - keepaliveBytes, ([, text]) => byteLength(text))) {
       attempt(entry, text, true);
       store.remove(entry.batch.id);

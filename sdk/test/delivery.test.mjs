@@ -166,7 +166,7 @@ test('batches an earlier page left in the store are sent by the next page', asyn
   assert.deepEqual(next.store.all(), []);
 });
 
-test('page hide: new batches go with keepalive, uncompressed; batches in flight or waiting stay stored', async () => {
+test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too; waiting ones stay stored', async () => {
   const pending = [];
   const requests = [];
   const { delivery, store } = setup({
@@ -180,18 +180,24 @@ test('page hide: new batches go with keepalive, uncompressed; batches in flight 
   assert.equal(requests.length, 2, 'two full batches went out as normal requests');
   delivery.add(event(101));
   delivery.hide();
-  assert.equal(requests.length, 3, 'the requests in flight are not sent again');
-  const { batch, keepalive, gzipped } = requests[2];
-  assert.deepEqual([keepalive, gzipped, batch.compressed, batch.events.length], [true, false, false, 1]);
-  // The browser delivers keepalive requests after the page is gone: that batch leaves the store.
-  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch2']);
+  // A leaving page cancels ordinary requests: the batches in flight go again, with keepalive.
+  assert.deepEqual(requests.slice(2).map((r) => [r.batch.id, r.keepalive, r.gzipped, r.batch.compressed]),
+    [['batch1', true, false, false], ['batch2', true, false, false], ['batch3', true, false, false]]);
+  assert.equal(requests[4].batch.events.length, 1);
+  // The browser delivers keepalive requests after the page is gone: those batches leave the store.
+  assert.deepEqual(store.all(), []);
+  delivery.hide();
+  assert.equal(requests.length, 5, 'a batch already going with keepalive is not sent again');
 
-  for (const resolve of pending.splice(0, 2)) resolve({ status: 503 });
+  for (const resolve of pending.splice(0, 2)) resolve({ status: 0 });
+  await tick();
+  assert.deepEqual(store.all(), [], 'a cancelled ordinary request does not count: its keepalive copy decides');
+  pending.shift()({ status: 503 });
   await tick();
   delivery.add(event(102));
   delivery.hide();
-  assert.equal(requests.length, 3, 'waiting to retry: hide sends nothing');
-  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch2', 'batch4'], 'the queued event is stored, as a batch');
+  assert.equal(requests.length, 5, 'waiting to retry: hide sends nothing');
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch4'], 'the queued event is stored, as a batch');
 });
 
 test('page hide splits the idle batches under the budget; what does not fit stays stored', async () => {
