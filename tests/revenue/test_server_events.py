@@ -466,7 +466,8 @@ def test_write_key_is_403(client, app, std_site):
 def test_x_api_key_header_is_not_read(client, app, std_site, kind):
     key = std_site.write_key if kind == "write" else std_site.server_key
     assert_json_error(post_json(client, PATH, {"eventName": "x"}, {"X-API-Key": key}), 401,
-                      MISSING)
+                      "This endpoint does not read X-API-Key: send the server key as "
+                      "Authorization: Bearer <key>.")
     assert_stored_nothing(app)
 
 
