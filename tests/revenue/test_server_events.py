@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from app import keys
+from app.bodies import NUMBER_TOO_LARGE
 from app.fields import MAX_EPOCH_MS
 from app.tracking.quota import period_of
 from models import Event, IngestTally, ServerEvent, Usage
@@ -200,8 +201,7 @@ def test_amount_beyond_int64_minor_units_is_refused(client, app, std_site, amoun
     body = f'{{"eventName": "purchase", "amount": {amount}, "currency": "USD"}}'
     response = post(client, std_site, body)
     if amount == "1E+999":  # not even a double: the JSON parser refuses it first
-        assert_json_error(response, 400, "The request body is not valid JSON: number is "
-                                         "infinity when parsed as double.")
+        assert_json_error(response, 400, f"amount: {NUMBER_TOO_LARGE}")
     else:
         assert_json_error(response, 400, "amount: Amount is too large to record.")
     assert_stored_nothing(app)
@@ -422,6 +422,16 @@ NASTY_BODIES = [
 @pytest.mark.parametrize("body", NASTY_BODIES, ids=lambda b: repr(b[:40]))
 def test_nasty_bodies_are_a_json_400(client, app, std_site, body):
     assert_json_error(post(client, std_site, body), 400)
+    assert_stored_nothing(app)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b'{"eventName": "x", "amount": 1e400, "currency": "USD"}', "amount"),
+    (b'{"eventName": "x", "timestamp": -1E+999999}', "timestamp"),
+    (b'{"eventName": "x", "properties": {"a": [1, 2e308]}}', "properties.a.1"),
+])
+def test_a_number_beyond_a_double_names_its_field(client, app, std_site, body, field):
+    assert_json_error(post(client, std_site, body), 400, f"{field}: {NUMBER_TOO_LARGE}")
     assert_stored_nothing(app)
 
 
