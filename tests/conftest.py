@@ -158,6 +158,15 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def stop(self) -> None:
+        """SIGTERM by PID (gunicorn's graceful shutdown), then wait; SIGKILL if it hangs."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
 
 @pytest.fixture
 def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
@@ -168,14 +177,15 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
               deploy_config: bool = False) -> LiveServer:
         """`deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, worker hooks)."""
         port = free_port()
-        config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
+        # The deployed config keeps its own logging (no access log: it would hold client IPs).
+        config = (["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config
+                  else ["--access-logfile", "-", "--error-logfile", "-"])
         log_path = tmp_path / f"gunicorn-{port}.log"
         process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
         with log_path.open("wb") as log_file:  # the child keeps its own descriptor
             process = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
-                 f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
-                 "--no-control-socket", "wsgi:app"],
+                 f"127.0.0.1:{port}", "--no-control-socket", "wsgi:app"],
                 cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
         server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
         started.append(server)
@@ -192,8 +202,4 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
 
     yield start
     for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
+        server.stop()
