@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import psycopg2
 import pytest
+import redis
 
 from app import create_app, keys
 from app.cli import upgrade_schema
@@ -26,6 +28,7 @@ from models.api_key import SERVER, WRITE
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = os.environ.get("EGIS_TEST_DB", "postgres")
+REDIS_URL = "redis://127.0.0.1:6379"  # the machine's shared Redis
 PG_ADMIN_URL = os.environ.get("EGIS_TEST_PG_ADMIN_URL",
                               "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -41,6 +44,18 @@ def _admin(sql: str) -> None:
         connection.cursor().execute(sql)
     finally:
         connection.close()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of the test's own on the machine's shared Redis; its keys are deleted after
+    (never FLUSHALL: the server is shared)."""
+    prefix = f"egis-test-{uuid.uuid4().hex}"
+    yield prefix
+    connection = redis.Redis.from_url(REDIS_URL)
+    for key in connection.scan_iter(f"*{prefix}*"):
+        connection.delete(key)
+    connection.close()
 
 
 @pytest.fixture(scope="session")
@@ -158,15 +173,6 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stop(self) -> None:
-        """SIGTERM by PID (gunicorn's graceful shutdown), then wait; SIGKILL if it hangs."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
 
 @pytest.fixture
 def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
@@ -177,15 +183,14 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
               deploy_config: bool = False) -> LiveServer:
         """`deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, worker hooks)."""
         port = free_port()
-        # The deployed config keeps its own logging (no access log: it would hold client IPs).
-        config = (["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config
-                  else ["--access-logfile", "-", "--error-logfile", "-"])
+        config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
         log_path = tmp_path / f"gunicorn-{port}.log"
         process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
         with log_path.open("wb") as log_file:  # the child keeps its own descriptor
             process = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
-                 f"127.0.0.1:{port}", "--no-control-socket", "wsgi:app"],
+                 f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
+                 "--no-control-socket", "wsgi:app"],
                 cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
         server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
         started.append(server)
@@ -202,4 +207,8 @@ def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., Live
 
     yield start
     for server in started:
-        server.stop()
+        server.process.terminate()
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()

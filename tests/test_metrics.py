@@ -116,7 +116,7 @@ def test_two_workers_add_up_and_the_directory_goes_with_gunicorn(
     assert value(scrape, "egis_rejected_requests_total", reason="rejected_400") == 3
 
 
-    server.stop()
-    assert server.process.returncode == 0, server.log()
+    server.process.terminate()  # by PID: gunicorn's graceful shutdown, then its on_exit hook
+    assert server.process.wait(timeout=20) == 0, server.log()
     assert not metrics_dir.exists()
     assert list(temp.iterdir()) == []

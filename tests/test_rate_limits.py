@@ -4,7 +4,6 @@ import logging
 import subprocess
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +14,7 @@ import redis
 from app import keys
 from app.limits import StoreHealth, store_health
 from models.api_key import WRITE
-from tests.conftest import free_port
+from tests.conftest import REDIS_URL, free_port
 from tests.tracking.helpers import (
     assert_json_error,
     batch,
@@ -27,8 +26,6 @@ from tests.tracking.helpers import (
     stored_counts,
     tallies,
 )
-
-REDIS_URL = "redis://127.0.0.1:6379"
 
 
 def events(client, site, **headers):
@@ -143,16 +140,6 @@ def test_validate_limit_counts_bad_keys_too(make_app):
 
 
 # --- Redis storage --------------------------------------------------------------------------
-
-@pytest.fixture
-def redis_prefix():
-    prefix = f"egis-test-{uuid.uuid4().hex}"
-    connection = redis.Redis.from_url(REDIS_URL)
-    yield prefix
-    for key in connection.scan_iter(f"*{prefix}*"):
-        connection.delete(key)
-    connection.close()
-
 
 def test_redis_storage(make_app, std_site, redis_prefix):
     app = make_app(RATELIMIT_STORAGE_URI=REDIS_URL, RATELIMIT_KEY_PREFIX=redis_prefix,
