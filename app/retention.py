@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 from peewee import Expression, Model
 
+from app import partitions
+from app.partitions import month_start
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, database
 from models.site import utcnow
 
@@ -34,12 +36,6 @@ def delete_where(model: type[Model], condition: Expression,
         after = ids[-1]
 
 
-def month_start(moment: datetime, months_back: int = 0) -> datetime:
-    """The first instant (UTC) of the calendar month `months_back` months before `moment`'s."""
-    index = moment.year * 12 + moment.month - 1 - months_back
-    return datetime(index // 12, index % 12 + 1, 1)
-
-
 @dataclass(frozen=True)
 class PruneCutoffs:
     data_before: datetime  # a month's first instant: whole months go
@@ -47,13 +43,24 @@ class PruneCutoffs:
 
     @classmethod
     def at(cls, now: datetime, older_than_months: int, idempotency_days: int) -> "PruneCutoffs":
-        return cls(data_before=month_start(now, older_than_months),
+        return cls(data_before=month_start(now, -older_than_months),
                    batch_ids_before=now - timedelta(days=idempotency_days))
 
 
 def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
     """Delete data from before `cutoffs.data_before` and batch ids from before
-    `cutoffs.batch_ids_before`; rows deleted per table."""
+    `cutoffs.batch_ids_before`; rows deleted per table.
+
+    Events of whole months go with their partition (PostgreSQL); the rest row by row.
+    """
+    before = cutoffs.data_before
+    dropped = sum(partitions.drop_months_before(before).values())
+    deleted = _delete_older(cutoffs, batch_rows)
+    deleted[Event._meta.table_name] += dropped
+    return deleted
+
+
+def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
     before = cutoffs.data_before
     targets = (
         (Event, Event.occurred_at < before),

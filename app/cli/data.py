@@ -3,7 +3,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app import retention
+from app import partitions, retention
 from app.cli.common import connected, fail
 from app.cli.sites import site_or_fail
 
@@ -23,10 +23,12 @@ def report(deleted: dict[str, int]) -> None:
 def data_prune(months: int) -> None:
     """Delete events, server events, crawl hits and tallies from before the first day of the
     month MONTHS months ago, and batch ids older than EGIS_IDEMPOTENCY_DAYS (a resend older
-    than that is stored again). Safe while ingest runs: rows go in small transactions.
-    Prints the rows deleted per table."""
+    than that is stored again). On PostgreSQL whole months of events go with their partition,
+    and the coming months' partitions are created. Safe while ingest runs: rows go in small
+    transactions. Prints the rows deleted per table."""
     days = int(current_app.config["IDEMPOTENCY_DAYS"])
     cutoffs, deleted = retention.prune_now(months, days)
+    partitions.ensure()  # the coming months', while we are at it
     click.echo(f"Deleted data from before {cutoffs.data_before:%Y-%m-%d} and batch ids "
                f"received before {cutoffs.batch_ids_before:%Y-%m-%d %H:%M} UTC "
                f"({days} days).")
