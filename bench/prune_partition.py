@@ -12,32 +12,21 @@ the server. `--compare-delete M` also times deleting M rows of one month row by 
 (`retention.delete_where`, what an unpartitioned table needs), to scale against.
 """
 import argparse
-import os
 import statistics
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
-import psycopg2
+from pg import admin, database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ADMIN_URL = os.environ.get("EGIS_BENCH_PG_ADMIN_URL",
-                           "postgresql://postgres@127.0.0.1:5432/postgres")
 DB_NAME = "egis_prune_bench"
-DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+DB_URL = database_url(DB_NAME)
 RECENT_EVENTS = 100_000
 
-
-def admin(sql: str) -> None:
-    connection = psycopg2.connect(ADMIN_URL)
-    connection.autocommit = True
-    try:
-        connection.cursor().execute(sql)
-    finally:
-        connection.close()
 
 
 def seed(database, start, count: int) -> None:
