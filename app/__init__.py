@@ -7,7 +7,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, cli, config, db, errors, limits, metrics
+    from app import auth, cli, config, db, errors, limits, request_log
     from app.tracking import quota
     from blueprints import BLUEPRINTS
 
@@ -19,11 +19,11 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     if hops > 0:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
 
+    request_log.init_app(app)  # first: its clock starts before the other hooks run
     db.init_app(app)
     errors.init_app(app)
     auth.init_app(app)
     limits.init_app(app)
-    metrics.init_app(app)
     cli.init_app(app)
     app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
     for blueprint in BLUEPRINTS:

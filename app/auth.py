@@ -29,9 +29,7 @@ def authenticate(kinds: tuple[str, ...]) -> None:
     allow_x_api_key = WRITE in kinds
     key = presented_key(allow_x_api_key)
     if key is None:
-        where = ("Authorization: Bearer <key> or X-API-Key" if allow_x_api_key
-                 else "Authorization: Bearer <key>")
-        raise ApiError(401, f"Missing API key: send it as {where}.")
+        raise ApiError(401, _missing_key_message(allow_x_api_key))
     config = current_app.config
     announced = kind_of(key, config["WRITE_KEY_PREFIX"], config["SERVER_KEY_PREFIX"])
     record = current_app.extensions["egis_keys"].lookup(key) if announced else None
@@ -42,6 +40,16 @@ def authenticate(kinds: tuple[str, ...]) -> None:
         raise ApiError(403, f"This endpoint takes {wanted}; {KIND_NAMES[record.kind]} was given.")
     g.key = record
     g.site = record.site
+
+
+def _missing_key_message(allow_x_api_key: bool) -> str:
+    if allow_x_api_key:
+        return "Missing API key: send it as Authorization: Bearer <key> or X-API-Key."
+    if request.headers.get("X-API-Key", "").strip():
+        # The usual slip with a server key: the tracking endpoints' header.
+        return ("This endpoint does not read X-API-Key: send the server key as "
+                "Authorization: Bearer <key>.")
+    return "Missing API key: send it as Authorization: Bearer <key>."
 
 
 def require_key(*kinds: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -4,6 +4,7 @@ orjson is the parser on purpose: it rejects NaN/Infinity, lone surrogates and ne
 than 1024 levels by itself, and it is several times faster than the standard library.
 """
 import json
+import math
 import zlib
 from decimal import Decimal
 from typing import Any
@@ -77,8 +78,46 @@ def json_object(body: bytes) -> dict[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as error:
+        field = _field_beyond_double(body) if error.msg == ORJSON_INFINITE_NUMBER else None
+        if field is not None:
+            raise _malformed(f"{field}: {NUMBER_TOO_LARGE}") from None
         raise _malformed(f"The request body is not valid JSON: {error.msg}.") from None
     return _require_object(value)
+
+
+ORJSON_INFINITE_NUMBER = "number is infinity when parsed as double"
+NUMBER_TOO_LARGE = "Number too large: a JSON number here must fit a double (about ±1.8e308)."
+
+
+def _field_beyond_double(body: bytes) -> str | None:
+    """The path (`events.0.timestamp`) of the first number in `body` that no double can hold.
+
+    `1e400` is valid JSON that orjson refuses as a whole; reading the text again exactly finds
+    the field to name. None when the text has other faults the exact reading does not pass.
+    """
+    try:
+        value = json.loads(body, parse_float=Decimal, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, (dict, list)):
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            pending.extend(reversed([(f"{path}.{key}" if path else str(key), child)
+                                     for key, child in children]))
+        elif path and _beyond_double(item):
+            return path
+    return None
+
+
+def _beyond_double(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        return False
+    try:
+        return math.isinf(float(value))
+    except OverflowError:  # an int too large for float()
+        return True
 
 
 def _reject_constant(name: str) -> None:

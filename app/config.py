@@ -22,6 +22,9 @@ DEFAULTS: dict[str, Any] = {
     "TRUSTED_PROXIES": 0,
     "MAX_BODY_BYTES": 1_048_576,
     "SAMPLE_RATE": 0.1,
+    # Batch ids are remembered this long: a resend within it is a duplicate; `flask data prune`
+    # forgets older ones (the batch table gains a row per request).
+    "IDEMPOTENCY_DAYS": 30,
     # How long a looked-up key stays cached in a worker: a revoked key stops working within it.
     "KEY_CACHE_SECONDS": 30,
     # How long a worker trusts its cached view of a site's month usage before re-reading it.

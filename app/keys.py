@@ -12,6 +12,7 @@ from models.api_key import SERVER, WRITE
 from models.site import utcnow
 
 HINT_LENGTH = 6  # characters of the random part shown in listings
+HINT_ELLIPSIS = "…"
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def issue(site: Site, kind: str, prefix: str) -> IssuedKey:
     secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
     key = f"{prefix}{secret}"
     record = ApiKey.create(site=site, kind=kind, key_hash=hash_key(key),
-                           hint=f"{prefix}{secret[:HINT_LENGTH]}…")
+                           hint=f"{prefix}{secret[:HINT_LENGTH]}{HINT_ELLIPSIS}")
     return IssuedKey(key, record)
 
 
@@ -47,12 +48,31 @@ def find(key: str) -> ApiKey | None:
     return ApiKey.get_or_none(ApiKey.key_hash == hash_key(key))
 
 
+def find_by_reference(reference: str) -> list[ApiKey]:
+    """The keys `reference` names: a whole key, an id, or a hint as `flask keys list` shows it
+    (with or without its ellipsis). Several only when two keys share a hint."""
+    reference = reference.strip()
+    if reference.isascii() and reference.isdigit():
+        return list(ApiKey.select().where(ApiKey.id == int(reference)))
+    record = find(reference)
+    if record is not None:
+        return [record]
+    hint = f"{reference.removesuffix(HINT_ELLIPSIS)}{HINT_ELLIPSIS}"
+    return list(ApiKey.select().where(ApiKey.hint == hint).order_by(ApiKey.id))
+
+
+def revoke_record(record: ApiKey) -> None:
+    """Revoke the key of `record` (no-op when it already is)."""
+    if record.revoked_at is None:
+        record.revoked_at = utcnow()
+        record.save()
+
+
 def revoke(key: str) -> ApiKey | None:
     """Revoke `key` (no-op when it already is); None when there is no such key."""
     record = find(key)
-    if record is not None and record.revoked_at is None:
-        record.revoked_at = utcnow()
-        record.save()
+    if record is not None:
+        revoke_record(record)
     return record
 
 

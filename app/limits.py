@@ -9,6 +9,7 @@ which was a fifth of the CPU of a one-event POST /api/events (bench/README.md).
 """
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,19 +85,72 @@ def _counter_keys(scope: str, identity: str) -> tuple[str, ...]:
     return (prefix, scope, identity) if prefix else (scope, identity)
 
 
+class StoreHealth:
+    """Whether the limit store (Redis) answers, as this worker last saw it.
+
+    A store outage must not stop ingest: requests are allowed without being counted (fail
+    open). While it is down the store is tried again only every RETRY_SECONDS, so requests do
+    not each wait for a connection to fail; the outage and the recovery are logged once each.
+    """
+
+    RETRY_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self.down = False
+        self._retry_at = 0.0
+        self._lock = threading.Lock()
+
+    def worth_trying(self) -> bool:
+        return not self.down or time.monotonic() >= self._retry_at
+
+    def failed(self, error: Exception) -> None:
+        with self._lock:
+            if not self.down:
+                log.warning("rate limit store unavailable (%s): requests are allowed without "
+                            "being counted until it is back", type(error).__name__)
+            self.down = True
+            self._retry_at = time.monotonic() + self.RETRY_SECONDS
+
+    def answered(self) -> None:
+        if self.down:
+            with self._lock:
+                if self.down:
+                    log.warning("rate limit store is back: counting requests again")
+                self.down = False
+
+
+store_health = StoreHealth()
+
+
 def _hit(item: RateLimitItem, keys: tuple[str, ...]) -> bool:
-    try:
-        return limiter.limiter.hit(item, *keys)
-    except Exception as error:
-        # A rate-limit store outage (Redis down) must not stop ingest: count nothing, allow.
-        log.warning("rate limit storage unavailable: %s", type(error).__name__)
+    if not store_health.worth_trying():
         return True
+    try:
+        allowed = limiter.limiter.hit(item, *keys)
+    except Exception as error:  # redis-py's errors, whatever the storage raises: fail open
+        store_health.failed(error)
+        return True
+    store_health.answered()
+    return allowed
 
 
 def _retry_after(item: RateLimitItem, keys: tuple[str, ...]) -> int:
-    """Whole seconds until the window resets, at least 1."""
-    reset_at = limiter.limiter.get_window_stats(item, *keys).reset_time
+    """Whole seconds until the window resets, at least 1 (the whole window if the store has
+    just gone away)."""
+    try:
+        reset_at = limiter.limiter.get_window_stats(item, *keys).reset_time
+    except Exception as error:
+        store_health.failed(error)
+        return item.get_expiry()
     return max(1, int(reset_at - time.time()))
+
+
+def store_is_up() -> bool:
+    """Whether the limit store answers now (readiness; memory storage always does)."""
+    up = bool(limiter.storage.check())
+    if up:
+        store_health.answered()
+    return up
 
 
 class SweepingMemoryStorage(MemoryStorage):
@@ -123,11 +177,19 @@ class SweepingMemoryStorage(MemoryStorage):
             self._MemoryStorage__expire_events()
 
 
+# redis-py waits forever by default: a store that stops answering would hold every request.
+REDIS_TIMEOUTS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+
+
 def init_app(app: Flask) -> None:
     uri = app.config["RATELIMIT_STORAGE_URI"]
     if uri.startswith("memory://"):
         app.config["RATELIMIT_STORAGE_URI"] = "egis-memory://" + uri.removeprefix("memory://")
+    if uri.startswith(("redis://", "rediss://", "redis+unix://")):
+        app.config["RATELIMIT_STORAGE_OPTIONS"] = {
+            **REDIS_TIMEOUTS, **app.config.get("RATELIMIT_STORAGE_OPTIONS", {})}
     limiter.init_app(app)
+    store_health.answered()
     _detach_request_hooks(app)
 
 

@@ -1,11 +1,18 @@
-"""Prometheus metrics. Under gunicorn with several workers set PROMETHEUS_MULTIPROC_DIR
-(deploy/gunicorn.conf.py does) so /metrics adds up every worker."""
-import os
-import time
+"""Prometheus metrics: the series, and /metrics.
 
-from flask import Flask, Response, g, request
+Under gunicorn every worker is its own process: deploy/gunicorn.conf.py sets
+PROMETHEUS_MULTIPROC_DIR before the app is imported, each worker then writes its values to files
+there, and /metrics adds up every worker's (prometheus_client's multiprocess mode). Without it
+(one process: tests, `flask run`) the process's own registry is served.
+"""
+import os
+from collections import Counter as Tally
+from collections.abc import Iterable
+
+from flask import Response
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
+    CONTENT_TYPE_PLAIN_0_0_4,
+    REGISTRY,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -13,34 +20,65 @@ from prometheus_client import (
     multiprocess,
 )
 
-REQUESTS = Counter("egis_http_requests_total", "HTTP requests answered.",
+from models.ingest_tally import BOT, DUPLICATE, SAMPLED
+
+REQUESTS = Counter("egis_http_requests_total", "HTTP requests answered, by endpoint and status.",
                    ["endpoint", "status"])
-LATENCY = Histogram("egis_http_request_seconds", "Time to answer a request.", ["endpoint"],
+LATENCY = Histogram("egis_http_request_seconds", "Time to answer a request, by endpoint.",
+                    ["endpoint"],
                     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
-EVENTS_STORED = Counter("egis_events_stored_total", "Events stored.", ["source"])
+EVENTS_STORED = Counter("egis_events_stored_total",
+                        "Tracking events stored (goals included), by event type.", ["type"])
+SERVER_EVENTS_STORED = Counter("egis_server_events_stored_total", "Server events stored.")
+EVENTS_SAMPLED = Counter("egis_events_sampled_total",
+                         "Events not stored because their site is over quota and their session "
+                         "fell outside the sample.")
+DUPLICATES = Counter("egis_duplicates_total",
+                     "Resends stored once: batches with a known id, server events with a known "
+                     "orderId.", ["kind"])
+BOT_REQUESTS = Counter("egis_bot_requests_total",
+                       "Browser requests from known bots: answered 200, nothing stored.")
+REJECTIONS = Counter("egis_rejected_requests_total",
+                     "Authenticated ingest requests refused, by reason (as in the ingest-health "
+                     "tally: rejected_400, rejected_403_plan, rejected_403_origin, rejected_413, "
+                     "rejected_429).", ["reason"])
+
+# Exactly this, once: Werkzeug would append a second charset to a text/* mimetype.
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+
+
+def observe_request(endpoint: str, status: int, seconds: float) -> None:
+    REQUESTS.labels(endpoint, str(status)).inc()
+    LATENCY.labels(endpoint).observe(seconds)
+
+
+def count_stored_events(types: Iterable[str]) -> None:
+    for event_type, count in Tally(types).items():
+        EVENTS_STORED.labels(event_type).inc(count)
+
+
+def count_server_event(duplicate: bool) -> None:
+    if duplicate:
+        DUPLICATES.labels("order").inc()
+    else:
+        SERVER_EVENTS_STORED.inc()
+
+
+def count_not_stored(reason: str, count: int) -> None:
+    """What the ingest-health tally counts (models.ingest_tally reasons), as series."""
+    if reason == SAMPLED:
+        EVENTS_SAMPLED.inc(count)
+    elif reason == DUPLICATE:
+        DUPLICATES.labels("batch").inc(count)
+    elif reason == BOT:
+        BOT_REQUESTS.inc(count)
+    else:
+        REJECTIONS.labels(reason).inc(count)
 
 
 def render_metrics() -> Response:
+    registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
-    return Response(generate_latest(), mimetype=CONTENT_TYPE_LATEST)
-
-
-def _start_timer() -> None:
-    g.started_at = time.perf_counter()
-
-
-def _observe(response: Response) -> Response:
-    endpoint = request.endpoint or "unmatched"
-    REQUESTS.labels(endpoint, str(response.status_code)).inc()
-    started = g.get("started_at")
-    if started is not None:
-        LATENCY.labels(endpoint).observe(time.perf_counter() - started)
-    return response
-
-
-def init_app(app: Flask) -> None:
-    app.before_request(_start_timer)
-    app.after_request(_observe)
+    return Response(generate_latest(registry), content_type=CONTENT_TYPE)

@@ -4,6 +4,7 @@ from datetime import date
 
 from peewee import PeeweeException
 
+from app import metrics
 from models import IngestTally
 from models.site import utcnow
 
@@ -14,6 +15,7 @@ def add(site_id: int, reason: str, count: int = 1, day: date | None = None) -> N
     """Add `count` to today's tally: one upsert, never a read-modify-write."""
     if count <= 0:
         return
+    metrics.count_not_stored(reason, count)
     (IngestTally
      .insert(site_id=site_id, day=day or utcnow().date(), reason=reason, count=count)
      .on_conflict(conflict_target=[IngestTally.site_id, IngestTally.day, IngestTally.reason],

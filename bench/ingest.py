@@ -21,19 +21,13 @@ import urllib.request
 from pathlib import Path
 
 import psycopg2
+from pg import admin, database_url
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN_URL = os.environ.get("EGIS_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 DB_NAME = "egis_bench"
-DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+DB_URL = database_url(DB_NAME)
 PORT = 8765
 
-
-def admin(sql: str) -> None:
-    connection = psycopg2.connect(ADMIN_URL)
-    connection.autocommit = True
-    connection.cursor().execute(sql)
-    connection.close()
 
 
 def stored_events() -> int:

@@ -15,7 +15,6 @@ they are dropped, so the table shows the schema as migrated.
 """
 import argparse
 import io
-import os
 import random
 import statistics
 import sys
@@ -28,14 +27,13 @@ from typing import Any
 
 import orjson
 import psycopg2
+from pg import admin, database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ADMIN_URL = os.environ.get("EGIS_BENCH_PG_ADMIN_URL",
-                           "postgresql://postgres@127.0.0.1:5432/postgres")
 DB_NAME = "egis_analytics_bench"
-DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
+DB_URL = database_url(DB_NAME)
 DOMAIN = "bench.example"
 EVENT_COLUMNS = ("site_id", "session_id", "anonymous_id", "user_id", "type", "name", "page_url",
                  "referrer", "properties", "occurred_at", "received_at", "weight")
@@ -61,12 +59,6 @@ PROPOSED_INDEXES = {
 VITAL_RANGES = {"lcp": (800, 6000), "inp": (40, 800), "cls": (0.0, 0.4), "fcp": (500, 4000),
                 "ttfb": (50, 2000)}
 
-
-def admin(sql: str) -> None:
-    connection = psycopg2.connect(ADMIN_URL)
-    connection.autocommit = True
-    connection.cursor().execute(sql)
-    connection.close()
 
 
 def page(rng: random.Random) -> str:

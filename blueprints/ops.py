@@ -3,6 +3,7 @@ from flask import Blueprint, current_app, jsonify
 
 from app.db import without_database
 from app.errors import DATABASE_RETRY_AFTER_SECONDS, render
+from app.limits import store_is_up
 from app.metrics import render_metrics
 from app.openapi import build_spec
 from models import database
@@ -19,6 +20,8 @@ def healthz():
 @bp.get("/readyz")
 @without_database
 def readyz():
+    """Ready when the database answers. The rate-limit store is reported, not required:
+    without it requests are allowed uncounted (app.limits), which is degraded, not down."""
     try:
         with database.connection_context():
             database.execute_sql("SELECT 1")
@@ -26,7 +29,8 @@ def readyz():
         current_app.logger.warning("not ready: %s", type(error).__name__)
         return render(503, "The database is unavailable.",
                       {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
-    return {"status": "ready"}
+    return {"status": "ready", "database": "up",
+            "rateLimitStore": "up" if store_is_up() else "down"}
 
 
 @bp.get("/metrics")

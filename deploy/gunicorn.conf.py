@@ -4,6 +4,7 @@ Each value can be overridden from the environment (GUNICORN_*), the usual gunico
 """
 import multiprocessing
 import os
+import shutil
 import tempfile
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
@@ -29,8 +30,28 @@ loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET", "")
 control_socket_disable = not control_socket
 
-# /metrics adds up every worker's counters through files in this directory.
-os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="egis-metrics-"))
+# /metrics adds up every worker's counters through files in this directory (app/metrics.py).
+# Set here, before the app (and prometheus_client) is imported. Without PROMETHEUS_MULTIPROC_DIR
+# from the environment, a fresh directory of this server's own, removed when it exits.
+OWN_METRICS_DIR = "GUNICORN_OWN_METRICS_DIR"  # survives gunicorn re-reading this file on HUP
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="egis-metrics-")
+    os.environ[OWN_METRICS_DIR] = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+def on_starting(server):
+    # Values left by a previous run would be added to this one's: start from none.
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(directory, exist_ok=True)
+    for name in os.listdir(directory):
+        if name.endswith(".db"):
+            os.remove(os.path.join(directory, name))
+
+
+def on_exit(server):
+    own = os.environ.get(OWN_METRICS_DIR)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def post_worker_init(worker):

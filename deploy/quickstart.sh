@@ -15,7 +15,7 @@ if ! "$flask" sites list | grep -q "^localhost"; then
     "$flask" sites create localhost --plan standard
     echo "write key:  $("$flask" keys create localhost --kind write | tail -n 1)"
     echo "server key: $("$flask" keys create localhost --kind server | tail -n 1)"
-    echo "(keys are shown only now; 'flask keys create localhost --kind write' makes more)"
+    echo "(keys are shown only now; '.venv/bin/flask keys create localhost --kind write' makes more)"
 fi
 
 export GUNICORN_BIND="${GUNICORN_BIND:-127.0.0.1:8000}"

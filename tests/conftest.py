@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import psycopg2
 import pytest
+import redis
 
 from app import create_app, keys
 from app.cli import upgrade_schema
@@ -26,6 +28,7 @@ from models.api_key import SERVER, WRITE
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = os.environ.get("EGIS_TEST_DB", "postgres")
+REDIS_URL = "redis://127.0.0.1:6379"  # the machine's shared Redis
 PG_ADMIN_URL = os.environ.get("EGIS_TEST_PG_ADMIN_URL",
                               "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -41,6 +44,18 @@ def _admin(sql: str) -> None:
         connection.cursor().execute(sql)
     finally:
         connection.close()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of the test's own on the machine's shared Redis; its keys are deleted after
+    (never FLUSHALL: the server is shared)."""
+    prefix = f"egis-test-{uuid.uuid4().hex}"
+    yield prefix
+    connection = redis.Redis.from_url(REDIS_URL)
+    for key in connection.scan_iter(f"*{prefix}*"):
+        connection.delete(key)
+    connection.close()
 
 
 @pytest.fixture(scope="session")

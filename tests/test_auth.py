@@ -98,6 +98,10 @@ MISSING = {"missing", "empty-x-api-key", "bearer-without-token", "bearer-blank-t
            "no-scheme", "basic-scheme", "token-scheme"}
 
 
+WRONG_HEADER = ("This endpoint does not read X-API-Key: send the server key as "
+                "Authorization: Bearer <key>.")
+
+
 def expected_status(route: AuthRoute, case: Case) -> int:
     if case.presents is None:
         return 401  # missing, malformed, unknown or revoked
@@ -128,8 +132,10 @@ def test_auth_matrix(app, std_site, route: AuthRoute, case: Case):
         assert set(body) <= {"error", "valid"}
     if response.status_code == 401:
         only_x_api_key = "X-API-Key" in headers and "Authorization" not in headers
-        missing = case.name in MISSING or (only_x_api_key and not route.reads_x_api_key)
-        wording = "Missing API key" if missing else "Invalid API key"
+        if only_x_api_key and headers["X-API-Key"] and not route.reads_x_api_key:
+            wording = WRONG_HEADER
+        else:
+            wording = "Missing API key" if case.name in MISSING else "Invalid API key"
         assert body["error"].startswith(wording), body
 
 
@@ -200,12 +206,19 @@ def test_wrong_kind_is_403_json(probe_app, std_site):
     assert "a server key was given" in response.get_json()["error"]
 
 
-def test_server_only_route_does_not_read_x_api_key(probe_app, std_site):
+def test_server_only_route_does_not_read_x_api_key_and_says_which_header_it_reads(
+        probe_app, std_site):
     response = probe_app.test_client().get(
         "/_probe/server-only", headers={"X-API-Key": std_site.server_key})
     assert response.status_code == 401
-    assert response.get_json() == {
-        "error": "Missing API key: send it as Authorization: Bearer <key>."}
+    assert response.get_json() == {"error": WRONG_HEADER}
+
+
+@pytest.mark.parametrize("path", ["/api/server/events", "/api/crawl/report", "/api/mcp"])
+def test_a_server_key_in_x_api_key_is_told_to_use_bearer(client, std_site, path):
+    response = client.post(path, json={}, headers={"X-API-Key": std_site.server_key})
+    assert response.status_code == 401
+    assert response.get_json() == {"error": WRONG_HEADER}
 
 
 def test_keys_of_one_site_never_authenticate_another(probe_app, make_site):

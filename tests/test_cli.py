@@ -9,6 +9,7 @@ import types
 import pytest
 
 from models import ApiKey, Site, database
+from models.site import PLAN_QUOTAS
 from tests.conftest import ROOT
 
 WRITE_KEY = re.compile(r"^egis_[A-Za-z0-9_-]{43}$")
@@ -74,9 +75,48 @@ def test_sites_create_duplicate_domain_fails_with_one_clear_line(app, cli):
         assert Site.select().count() == 1
 
 
-@pytest.mark.parametrize("domain", ["not a domain", "http://x.example/path", " "])
-def test_sites_create_rejects_what_is_not_a_domain(cli, domain):
-    fails_with_one_line(cli("sites", "create", domain), "not a domain name")
+@pytest.mark.parametrize(("domain", "says"), [
+    ("not a domain", "is not a domain name: letters, digits and hyphens"),
+    ("bad_domain!!", "is not a domain name: letters, digits and hyphens"),
+    (" ", "is not a domain name"),
+    ("-edge.example", "is not a domain name"),
+    ("a..b.example", "is not a domain name"),
+    ("x" * 64 + ".example", "is not a domain name"),
+    ("☃.example", "is not a domain name"),
+    ("http://x.example/path", "without scheme or path"),
+    ("x.example/path", "without scheme or path"),
+    ("*", "wildcards are not allowed"),
+    ("*.app.example", "wildcards are not allowed"),
+    ("app.example:8080", "a domain has no port; give 'app.example'"),
+])
+def test_sites_create_rejects_what_is_not_a_plain_host_name(app, cli, domain, says):
+    fails_with_one_line(cli("sites", "create", "--", domain), says)
+    with app.app_context(), database.connection_context():
+        assert Site.select().count() == 0
+
+
+@pytest.mark.parametrize(("domain", "stored"), [
+    ("Bücher.Example", "xn--bcher-kva.example"),  # what a browser puts in Origin
+    ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+    ("localhost", "localhost"),
+    ("WWW.Shop-1.example.", "www.shop-1.example"),
+])
+def test_sites_create_stores_the_idna_form(app, cli, domain, stored):
+    assert ok(cli("sites", "create", domain)).startswith(f"{stored}\t")
+    assert site_row(app, stored).domain == stored
+
+
+def test_an_international_domain_accepts_its_browsers(app, cli, make_app):
+    ok(cli("sites", "create", "bücher.example"))
+    key = ok(cli("keys", "create", "Bücher.example", "--kind", "write")).splitlines()[-1]
+    response = make_app().test_client().get("/api/validate", headers={
+        "X-API-Key": key, "Origin": "https://www.xn--bcher-kva.example"})
+    assert response.status_code == 200, response.get_json()
+
+
+def test_sites_update_validates_the_domain_too(cli):
+    fails_with_one_line(cli("sites", "update", "app.example:8080", "--plan", "pro"),
+                        "a domain has no port")
 
 
 def test_sites_create_rejects_an_unknown_plan(cli):
@@ -93,6 +133,41 @@ def test_sites_update_plan_and_quota(app, cli):
     assert out.strip() == "up.example\tplan=standard\tmonthly_quota=42"
     site = site_row(app, "up.example")
     assert (site.plan, site.monthly_quota, site.quota) == ("standard", 42, 42)
+
+
+@pytest.mark.parametrize(("before", "after"), [("free", "standard"), ("standard", "free"),
+                                               ("pro", "pro")])
+def test_a_plan_change_brings_the_plans_quota_in_both_directions(app, cli, before, after):
+    ok(cli("sites", "create", "q.example", "--plan", before, "--monthly-quota", "5000"))
+    result = cli("sites", "update", "q.example", "--plan", after)
+    quota = PLAN_QUOTAS[after]
+    assert ok(result).strip() == f"q.example\tplan={after}\tmonthly_quota={quota}"
+    assert result.stderr.strip() == (
+        f"Note: the custom quota 5000 was replaced by the {after} plan's {quota}; add "
+        "--monthly-quota to set one.")
+    site = site_row(app, "q.example")
+    assert (site.plan, site.monthly_quota, site.quota) == (after, None, quota)
+
+
+@pytest.mark.parametrize(("before", "after"), [("free", "pro"), ("pro", "free")])
+def test_plan_and_quota_together_set_both_in_both_directions(app, cli, before, after):
+    ok(cli("sites", "create", "q.example", "--plan", before, "--monthly-quota", "5000"))
+    result = cli("sites", "update", "q.example", "--plan", after, "--monthly-quota", "7000")
+    assert ok(result).strip() == f"q.example\tplan={after}\tmonthly_quota=7000"
+    assert result.stderr == ""
+    site = site_row(app, "q.example")
+    assert (site.plan, site.quota) == (after, 7000)
+
+
+def test_a_quota_alone_keeps_the_plan_and_a_plan_without_custom_quota_says_nothing(app, cli):
+    ok(cli("sites", "create", "q.example", "--plan", "standard"))
+    ok(cli("sites", "update", "q.example", "--monthly-quota", "42"))
+    assert (site_row(app, "q.example").plan, site_row(app, "q.example").quota) == (
+        "standard", 42)
+    ok(cli("sites", "update", "q.example", "--plan", "pro"))  # drops 42, with a note
+    result = cli("sites", "update", "q.example", "--plan", "free")
+    assert ok(result).strip() == "q.example\tplan=free\tmonthly_quota=100000"
+    assert result.stderr == ""
 
 
 def test_sites_update_unknown_site_fails_with_one_clear_line(cli):
@@ -168,7 +243,7 @@ def test_keys_list_never_shows_a_whole_key(cli):
         assert key.split("_", 1)[1] not in text
     write_line = next(line for line in lines if "\twrite\t" in line)
     server_line = next(line for line in lines if "\tserver\t" in line)
-    assert write_line.startswith(write[:8])  # a recognizable hint: prefix + a few characters
+    assert write_line.split("\t")[1].startswith(write[:8])  # a hint: prefix + a few characters
     assert "\tactive\t" in write_line
     assert "\trevoked " in server_line
 
@@ -198,6 +273,54 @@ def test_keys_revoke_then_the_key_is_refused(make_app):
 
 def test_keys_revoke_unknown_key_fails(cli):
     fails_with_one_line(cli("keys", "revoke", "egis_" + "A" * 43), "no such key")
+
+
+def listed_keys(cli, domain: str) -> list[list[str]]:
+    return [line.split("\t") for line in ok(cli("keys", "list", domain)).splitlines()]
+
+
+@pytest.mark.parametrize("by", ["id", "hint", "hint-without-ellipsis", "whole-key"])
+def test_keys_revoke_by_what_keys_list_shows(make_app, by):
+    app = make_app(KEY_CACHE_SECONDS=0)
+    runner = app.test_cli_runner()
+
+    def cli(*args: str):
+        return runner.invoke(args=list(args))
+
+    ok(cli("sites", "create", "r.example"))
+    key = ok(cli("keys", "create", "r.example", "--kind", "write")).splitlines()[-1]
+    other = ok(cli("keys", "create", "r.example", "--kind", "write")).splitlines()[-1]
+    key_id, hint, kind, state, _created = listed_keys(cli, "r.example")[0]
+    assert (kind, state) == ("write", "active") and key_id.isdigit()
+    assert hint == key[:11] + "…"
+    reference = {"id": key_id, "hint": hint, "hint-without-ellipsis": hint.rstrip("…"),
+                 "whole-key": key}[by]
+    out = ok(cli("keys", "revoke", reference))
+    assert out.strip() == f"Revoked {hint} (id {key_id}, write key of r.example)"
+    assert listed_keys(cli, "r.example")[0][3].startswith("revoked ")
+    assert listed_keys(cli, "r.example")[1][3] == "active"
+    client = app.test_client()
+    assert client.get("/api/validate", headers={"X-API-Key": key}).status_code == 401
+    assert client.get("/api/validate", headers={"X-API-Key": other}).status_code == 200
+
+
+@pytest.mark.parametrize("reference", ["999", "egis_zzzzzz…", "egis_zzzzzz", "nonsense"])
+def test_keys_revoke_by_an_unknown_reference_fails(cli, reference):
+    ok(cli("sites", "create", "r.example"))
+    ok(cli("keys", "create", "r.example", "--kind", "write"))
+    fails_with_one_line(cli("keys", "revoke", reference), "no such key")
+
+
+def test_keys_revoke_by_a_shared_hint_asks_for_the_id(app, cli):
+    ok(cli("sites", "create", "r.example"))
+    for _ in range(2):
+        ok(cli("keys", "create", "r.example", "--kind", "write"))
+    with app.app_context(), database.connection_context():
+        ApiKey.update(hint="egis_AAAAAA…").execute()  # 1 in 2^36: made to happen here
+        ids = [record.id for record in ApiKey.select().order_by(ApiKey.id)]
+    line = fails_with_one_line(cli("keys", "revoke", "egis_AAAAAA"), "2 keys have the hint")
+    assert line.endswith(f"revoke one by its id ({ids[0]}, {ids[1]}).")
+    assert ok(cli("keys", "revoke", str(ids[1]))).startswith("Revoked egis_AAAAAA… (id ")
 
 
 def test_revocation_takes_effect_within_the_key_cache_ttl(make_app, monkeypatch):

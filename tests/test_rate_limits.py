@@ -1,11 +1,20 @@
 """flask-limiter on the tracking endpoints: per key, per client IP, /api/validate, storage."""
-import uuid
+import json
+import logging
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import redis
 
 from app import keys
+from app.limits import StoreHealth, store_health
 from models.api_key import WRITE
+from tests.conftest import REDIS_URL, free_port
 from tests.tracking.helpers import (
     assert_json_error,
     batch,
@@ -17,8 +26,6 @@ from tests.tracking.helpers import (
     stored_counts,
     tallies,
 )
-
-REDIS_URL = "redis://127.0.0.1:6379"
 
 
 def events(client, site, **headers):
@@ -134,16 +141,6 @@ def test_validate_limit_counts_bad_keys_too(make_app):
 
 # --- Redis storage --------------------------------------------------------------------------
 
-@pytest.fixture
-def redis_prefix():
-    prefix = f"egis-test-{uuid.uuid4().hex}"
-    connection = redis.Redis.from_url(REDIS_URL)
-    yield prefix
-    for key in connection.scan_iter(f"*{prefix}*"):
-        connection.delete(key)
-    connection.close()
-
-
 def test_redis_storage(make_app, std_site, redis_prefix):
     app = make_app(RATELIMIT_STORAGE_URI=REDIS_URL, RATELIMIT_KEY_PREFIX=redis_prefix,
                    RATE_LIMIT_KEY="2/minute")
@@ -162,12 +159,120 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
     return status
 
 
+def post_concurrently(url: str, site, requests: int, threads: int = 4) -> list[int]:
+    """POST `requests` one-event batches from `threads` clients at once: both workers busy."""
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda _: _post(url, dumps(batch()), site.write_headers()),
+                             range(requests)))
+
+
 @pytest.mark.slow
-def test_workers_share_one_count_through_redis(start_gunicorn, app, std_site, redis_prefix):
-    server = start_gunicorn(workers=3, env={
+def test_two_workers_share_one_count_through_redis(start_gunicorn, app, std_site, redis_prefix):
+    server = start_gunicorn(workers=2, env={
         "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL, "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix,
         "EGIS_RATE_LIMIT_KEY": "5/minute"})
-    statuses = [_post(server.url, dumps(batch()), std_site.write_headers()) for _ in range(12)]
-    assert statuses.count(200) == 5 and statuses.count(429) == 7, statuses
+    statuses = post_concurrently(server.url, std_site, 24)
+    assert statuses.count(200) == 5 and statuses.count(429) == 19, statuses
     assert stored_counts(app)["events"] == 5
-    assert tallies(app) == {"rejected_429": 7}
+    assert tallies(app) == {"rejected_429": 19}
+
+
+@pytest.mark.slow
+def test_memory_storage_counts_per_worker(start_gunicorn, app, std_site):
+    """The contrast: `memory://` keeps one count per worker, so 2 workers let up to 2N through."""
+    server = start_gunicorn(workers=2, env={"EGIS_RATE_LIMIT_KEY": "5/minute"})
+    statuses = post_concurrently(server.url, std_site, 60)
+    assert 5 < statuses.count(200) <= 10, statuses
+    assert stored_counts(app)["events"] == statuses.count(200)
+
+
+# --- the limit store goes away ---------------------------------------------------------------
+
+class RedisServer:
+    """A redis-server of the test's own on a free port (the machine's shared one is never
+    stopped); stopped by PID."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if client.ping():
+                    return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def readyz(url: str) -> tuple[int, dict]:
+    with urllib.request.urlopen(f"{url}/readyz", timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+def poll(condition, attempts: int = 100, pause: float = 0.1) -> bool:
+    for _ in range(attempts):
+        if condition():
+            return True
+        time.sleep(pause)
+    return False
+
+
+@pytest.mark.slow
+def test_without_redis_ingest_goes_on_and_readyz_says_the_limit_store_is_down(
+        start_gunicorn, app, std_site, own_redis):
+    server = start_gunicorn(workers=2, env={"EGIS_RATELIMIT_STORAGE_URI": own_redis.url,
+                                            "EGIS_RATE_LIMIT_KEY": "2/minute"})
+    assert post_concurrently(server.url, std_site, 3, threads=1) == [200, 200, 429]
+    assert readyz(server.url) == (200, {"status": "ready", "database": "up",
+                                        "rateLimitStore": "up"})
+
+    own_redis.stop()
+    assert post_concurrently(server.url, std_site, 12) == [200] * 12  # fail open
+    assert stored_counts(app)["events"] == 2 + 12
+    assert readyz(server.url) == (200, {"status": "ready", "database": "up",
+                                        "rateLimitStore": "down"})
+    assert "rate limit store unavailable (ConnectionError)" in server.log()
+
+    own_redis.start()  # empty: the counts start again
+    assert poll(lambda: readyz(server.url)[1]["rateLimitStore"] == "up")
+    assert poll(lambda: _post(server.url, dumps(batch()), std_site.write_headers()) == 429)
+    assert "rate limit store is back" in server.log()
+    assert "Traceback" not in server.log()
+
+
+def test_a_store_outage_is_logged_once_and_retried_after_a_pause(make_app, std_site, caplog,
+                                                                 own_redis, monkeypatch):
+    monkeypatch.setattr(StoreHealth, "RETRY_SECONDS", 600)
+    app = make_app(RATELIMIT_STORAGE_URI=own_redis.url, RATE_LIMIT_KEY="100/minute")
+    client = app.test_client()
+    assert events(client, std_site).status_code == 200
+    own_redis.stop()
+    with caplog.at_level(logging.WARNING, logger="app.limits"):
+        for _ in range(5):
+            assert events(client, std_site).status_code == 200
+    outages = [r for r in caplog.records if "rate limit store unavailable" in r.getMessage()]
+    assert len(outages) == 1
+    assert store_health.down and not store_health.worth_trying()  # skipped, not waited on

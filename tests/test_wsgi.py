@@ -77,7 +77,7 @@ def test_healthz_and_readyz(client):
     assert client.get("/healthz").get_json() == {"status": "ok"}
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.get_json() == {"status": "ready"}
+    assert response.get_json() == {"status": "ready", "database": "up", "rateLimitStore": "up"}
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
@@ -92,7 +92,8 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
 @pytest.mark.slow
 def test_wsgi_app_under_gunicorn(start_gunicorn, std_site):
     server = start_gunicorn(workers=2)
-    assert _get(f"{server.url}/readyz") == (200, {"status": "ready"})
+    assert _get(f"{server.url}/readyz") == (
+        200, {"status": "ready", "database": "up", "rateLimitStore": "up"})
     for headers in (std_site.write_headers(), std_site.server_headers()):
         status, body = _get(f"{server.url}/api/validate", headers)
         assert status == 200, server.log()

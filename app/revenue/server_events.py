@@ -15,6 +15,7 @@ from typing import Any
 
 from peewee import IntegrityError
 
+from app import metrics
 from app.db import is_postgres
 from app.privacy import strip_money
 from app.revenue.money import MoneyError, normalize_currency, to_minor_units
@@ -100,8 +101,10 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
     row = _row(site.id, event, now or utcnow())
     if event.order_id is None:
         ServerEvent.insert(**row).execute()
-        return Recorded(id=str(row["uid"]), duplicate=False)
-    inserted = _insert_once_postgres(row) if is_postgres() else _insert_once_portable(row)
+        inserted = True
+    else:
+        inserted = _insert_once_postgres(row) if is_postgres() else _insert_once_portable(row)
+    metrics.count_server_event(duplicate=not inserted)
     if inserted:
         return Recorded(id=str(row["uid"]), duplicate=False)
     return Recorded(id=_existing_uid(site.id, event.order_id), duplicate=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import tally
+from app import metrics, tally
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.tracking import quota, store
@@ -108,6 +108,7 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
         return IngestResult(count=store.first_count(site.id, batch["id"]), duplicate=True,
                             sampled=decision.sampling)
     usage.add(site.id, period, len(rows))
+    metrics.count_stored_events(row["type"] for row in rows)
     if decision.sampling:
         tally.add(site.id, SAMPLED, len(events) - len(rows))
     return IngestResult(count=len(rows), sampled=decision.sampling)
@@ -165,4 +166,5 @@ def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
                  "properties": properties, "client_ts": client_ms,
                  "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, now)}]))
     usage.add(site.id, period, 1)
+    metrics.count_stored_events(["goal"])
     return IngestResult(count=1, sampled=decision.sampling)

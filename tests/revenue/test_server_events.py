@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from app import keys
+from app.bodies import NUMBER_TOO_LARGE
 from app.fields import MAX_EPOCH_MS
 from app.tracking.quota import period_of
 from models import Event, IngestTally, ServerEvent, Usage
@@ -200,8 +201,7 @@ def test_amount_beyond_int64_minor_units_is_refused(client, app, std_site, amoun
     body = f'{{"eventName": "purchase", "amount": {amount}, "currency": "USD"}}'
     response = post(client, std_site, body)
     if amount == "1E+999":  # not even a double: the JSON parser refuses it first
-        assert_json_error(response, 400, "The request body is not valid JSON: number is "
-                                         "infinity when parsed as double.")
+        assert_json_error(response, 400, f"amount: {NUMBER_TOO_LARGE}")
     else:
         assert_json_error(response, 400, "amount: Amount is too large to record.")
     assert_stored_nothing(app)
@@ -425,6 +425,16 @@ def test_nasty_bodies_are_a_json_400(client, app, std_site, body):
     assert_stored_nothing(app)
 
 
+@pytest.mark.parametrize(("body", "field"), [
+    (b'{"eventName": "x", "amount": 1e400, "currency": "USD"}', "amount"),
+    (b'{"eventName": "x", "timestamp": -1E+999999}', "timestamp"),
+    (b'{"eventName": "x", "properties": {"a": [1, 2e308]}}', "properties.a.1"),
+])
+def test_a_number_beyond_a_double_names_its_field(client, app, std_site, body, field):
+    assert_json_error(post(client, std_site, body), 400, f"{field}: {NUMBER_TOO_LARGE}")
+    assert_stored_nothing(app)
+
+
 def test_not_json_content_type_is_415(client, app, std_site):
     response = post(client, std_site, '{"eventName": "x"}', content_type="text/plain")
     assert_json_error(response, 415)
@@ -466,7 +476,8 @@ def test_write_key_is_403(client, app, std_site):
 def test_x_api_key_header_is_not_read(client, app, std_site, kind):
     key = std_site.write_key if kind == "write" else std_site.server_key
     assert_json_error(post_json(client, PATH, {"eventName": "x"}, {"X-API-Key": key}), 401,
-                      MISSING)
+                      "This endpoint does not read X-API-Key: send the server key as "
+                      "Authorization: Bearer <key>.")
     assert_stored_nothing(app)
 
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import orjson
 from flask import Flask
 
+from app.bodies import NUMBER_TOO_LARGE
 from models import Batch, Event, IngestTally, Usage, database
 
 JSON = "application/json"
@@ -193,14 +194,19 @@ def _event_bodies() -> list[tuple[str, bytes, int, str]]:
     number = "Not a valid number (a JSON number is required)."
     boolean = "Not a valid boolean (true or false is required)."
     range_ = "Must be greater than or equal to 0 and less than or equal to 4102444800000."
+    too_large = NUMBER_TOO_LARGE
     cases: list[tuple[str, Any, str]] = [
         ("array-of-batch", [b()], "The request body must be a JSON object, not an array."),
         # literals JSON does not have, and numbers a double cannot hold
         ("nan", _splice(b(timestamp=PLACEHOLDER), b"NaN"), BODY_ERROR_PREFIX + "…"),
         ("infinity", _splice(b(timestamp=PLACEHOLDER), b"Infinity"), BODY_ERROR_PREFIX + "…"),
         ("-infinity", _splice(b(timestamp=PLACEHOLDER), b"-Infinity"), BODY_ERROR_PREFIX + "…"),
-        ("1e999", _splice(b(timestamp=PLACEHOLDER), b"1e999"), BODY_ERROR_PREFIX + "…"),
-        ("-1e999", _splice(b([e(timestamp=PLACEHOLDER)]), b"-1e999"), BODY_ERROR_PREFIX + "…"),
+        ("1e999", _splice(b(timestamp=PLACEHOLDER), b"1e999"), f"timestamp: {too_large}"),
+        ("1e400", _splice(b(timestamp=PLACEHOLDER), b"1e400"), f"timestamp: {too_large}"),
+        ("-1e999", _splice(b([e(timestamp=PLACEHOLDER)]), b"-1e999"),
+         f"events.0.timestamp: {too_large}"),
+        ("400-digit-int", _splice(b([e(), e(properties={"n": PLACEHOLDER})]), b"9" * 400),
+         f"events.1.properties.n: {too_large}"),
         ("nan-in-properties", _splice(b([e(properties={"v": PLACEHOLDER})]), b"NaN"),
          BODY_ERROR_PREFIX + "…"),
         ("huge-int", _splice(b(timestamp=PLACEHOLDER), b"18446744073709551616"),
@@ -300,7 +306,7 @@ def _goal_bodies() -> list[tuple[str, bytes, int, str]]:
         ("infinity-in-metadata", _splice(goal(metadata={"v": PLACEHOLDER}), b"Infinity"),
          BODY_ERROR_PREFIX + "…"),
         ("1e999-in-metadata", _splice(goal(metadata={"v": PLACEHOLDER}), b"1e999"),
-         BODY_ERROR_PREFIX + "…"),
+         f"metadata.v: {NUMBER_TOO_LARGE}"),
         ("lone-surrogate", _splice(goal(goal_name=PLACEHOLDER), b'"\\ud800"'),
          BODY_ERROR_PREFIX + "…"),
         ("deep-5000-metadata", _splice(goal(metadata=PLACEHOLDER), deep(5000)),

@@ -8,7 +8,7 @@ import pytest
 from marshmallow import ValidationError
 
 from app import tally
-from app.bodies import gunzip, json_object
+from app.bodies import NUMBER_TOO_LARGE, gunzip, json_object
 from app.errors import ApiError, format_validation_messages
 from app.fields import (
     MAX_EPOCH_MS,
@@ -222,7 +222,7 @@ def test_gunzip_limits():
 @pytest.mark.parametrize(("body", "message"), [
     (b"[1]", "The request body must be a JSON object, not an array."),
     (b"1.5", "The request body must be a JSON object, not a number."),
-    (b'{"a": NaN}', None), (b'{"a": 1e400}', None), (b'"\\udfff"', None),
+    (b'{"a": NaN}', None), (b'{"a": 1e400}', f"a: {NUMBER_TOO_LARGE}"), (b'"\\udfff"', None),
 ])
 def test_json_object_is_strict(body, message):
     with pytest.raises(ApiError) as error:

@@ -1,0 +1,60 @@
+"""`flask data ...`: retention (prune what is older than you keep) and erasure (one person)."""
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from app import partitions, retention
+from app.cli.common import connected, fail
+from app.cli.sites import site_or_fail
+
+data_cli = AppGroup("data", help="Stored data: retention and erasure.")
+
+
+def report(deleted: dict[str, int]) -> None:
+    for table, count in deleted.items():
+        click.echo(f"{table}\t{count}")
+
+
+@data_cli.command("prune")
+@click.option("--older-than", "months", type=click.IntRange(min=1), required=True,
+              metavar="MONTHS",
+              help="Keep the current calendar month (UTC) and this many before it.")
+@connected
+def data_prune(months: int) -> None:
+    """Delete events, server events, crawl hits and tallies from before the first day of the
+    month MONTHS months ago, and batch ids older than EGIS_IDEMPOTENCY_DAYS (a resend older
+    than that is stored again). On PostgreSQL whole months of events go with their partition,
+    and the coming months' partitions are created. Safe while ingest runs: rows go in small
+    transactions. Prints the rows deleted per table."""
+    days = int(current_app.config["IDEMPOTENCY_DAYS"])
+    cutoffs, deleted = retention.prune_now(months, days)
+    partitions.ensure()  # the coming months', while we are at it
+    click.echo(f"Deleted data from before {cutoffs.data_before:%Y-%m-%d} and batch ids "
+               f"received before {cutoffs.batch_ids_before:%Y-%m-%d %H:%M} UTC "
+               f"({days} days).")
+    report(deleted)
+
+
+@data_cli.command("erase")
+@click.argument("domain")
+@click.option("--user-id", help="The id the site gave identify() / identifiedUserId.")
+@click.option("--anonymous-id", help="The tracker's anonymous id (one browser).")
+@connected
+def data_erase(domain: str, user_id: str | None, anonymous_id: str | None) -> None:
+    """Delete everything stored about one person of DOMAIN, for an erasure request.
+
+    --user-id also erases the anonymous ids (browsers) that user was seen with. Crawl hits,
+    tallies and usage counters hold nothing about a person and are left. Prints the rows
+    deleted per table.
+    """
+    if (user_id is None) == (anonymous_id is None):
+        fail("give exactly one of --user-id ID or --anonymous-id ID.")
+    site = site_or_fail(domain)
+    if user_id is not None:
+        browsers, deleted = retention.erase_user(site.id, user_id)
+        click.echo(f"Erased user id {user_id!r} of {site.domain} and the {len(browsers)} "
+                   "anonymous id(s) it was seen with.")
+    else:
+        deleted = retention.erase_anonymous(site.id, anonymous_id)
+        click.echo(f"Erased anonymous id {anonymous_id!r} of {site.domain}.")
+    report(deleted)

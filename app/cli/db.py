@@ -1,0 +1,56 @@
+"""`flask db upgrade`, `flask db partitions`: the schema (app/migrations) and the event table's
+monthly partitions (app/partitions.py)."""
+import os
+
+import click
+from flask.cli import AppGroup
+from playhouse.migrations import Runner
+
+from app import partitions
+from app.cli.common import connected
+from app.db import is_postgres
+from models import database
+
+MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
+MIGRATION_LOCK_ID = 0x6567_6973  # "egis": one upgrade at a time on a PostgreSQL server
+
+db_cli = AppGroup("db", help="Database schema.")
+
+
+def upgrade_schema() -> list[str]:
+    """Apply pending migrations, then create the event partitions due (PostgreSQL); returns the
+    migrations' names (empty when up to date)."""
+    with database.connection_context():
+        if not is_postgres():
+            return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+        # Two instances deploying at once must not both apply the same migration.
+        database.execute_sql("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
+        try:
+            applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
+        finally:
+            database.execute_sql("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
+        partitions.ensure()
+        return applied
+
+
+@db_cli.command("upgrade")
+def db_upgrade() -> None:
+    """Create or upgrade the schema (idempotent)."""
+    applied = upgrade_schema()
+    click.echo("Applied: " + ", ".join(applied) if applied else "Schema is up to date.")
+
+
+@db_cli.command("partitions")
+@connected
+def db_partitions() -> None:
+    """Create the event table's partitions due (this month and the next ones; PostgreSQL) and
+    list them. `flask db upgrade` and `flask data prune` do the same; run any of them at least
+    monthly (deploy/egis-prune.timer runs prune daily)."""
+    if not is_postgres():
+        click.echo("SQLite keeps one event table: nothing to partition.")
+        return
+    created = set(partitions.ensure())
+    for month in partitions.monthly_partitions():
+        note = "\tcreated now" if month.name in created else ""
+        click.echo(f"{month.name}\t{month.start:%Y-%m-%d} to {month.end:%Y-%m-%d}{note}")
+    click.echo(f"{partitions.DEFAULT_PARTITION}\tany other time")

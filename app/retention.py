@@ -1,0 +1,119 @@
+"""Retention and erasure: deleting what is older than the operator keeps, or one person's data.
+
+Both run beside live ingest. Rows go in batches of at most `batch_rows`, each deleted in its own
+short transaction: on SQLite a long write transaction would hold off every ingest request (one
+writer at a time), and on PostgreSQL it would hold row versions back from vacuum. The rows to
+delete are found by walking the primary key upwards (keyset), so each row is read once however
+many batches it takes.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from peewee import Expression, Model
+
+from app import partitions
+from app.partitions import month_start
+from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, database
+from models.site import utcnow
+
+DELETE_BATCH_ROWS = 2000
+
+
+def delete_where(model: type[Model], condition: Expression,
+                 batch_rows: int = DELETE_BATCH_ROWS) -> int:
+    """Delete `model`'s rows matching `condition`, `batch_rows` per transaction; how many went."""
+    deleted, after = 0, None
+    while True:
+        query = model.select(model.id).where(condition).order_by(model.id).limit(batch_rows)
+        if after is not None:
+            query = query.where(model.id > after)
+        ids = [row_id for (row_id,) in query.tuples()]
+        if not ids:
+            return deleted
+        with database.atomic():
+            # The condition again: it also lets PostgreSQL skip partitions it cannot match.
+            deleted += model.delete().where(model.id.in_(ids), condition).execute()
+        after = ids[-1]
+
+
+@dataclass(frozen=True)
+class PruneCutoffs:
+    data_before: datetime  # a month's first instant: whole months go
+    batch_ids_before: datetime
+
+    @classmethod
+    def at(cls, now: datetime, older_than_months: int, idempotency_days: int) -> "PruneCutoffs":
+        return cls(data_before=month_start(now, -older_than_months),
+                   batch_ids_before=now - timedelta(days=idempotency_days))
+
+
+def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
+    """Delete data from before `cutoffs.data_before` and batch ids from before
+    `cutoffs.batch_ids_before`; rows deleted per table.
+
+    Events of whole months go with their partition (PostgreSQL); the rest row by row.
+    """
+    before = cutoffs.data_before
+    dropped = sum(partitions.drop_months_before(before).values())
+    deleted = _delete_older(cutoffs, batch_rows)
+    deleted[Event._meta.table_name] += dropped
+    return deleted
+
+
+def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
+    before = cutoffs.data_before
+    targets = (
+        (Event, Event.occurred_at < before),
+        (ServerEvent, ServerEvent.occurred_at < before),
+        (CrawlHit, CrawlHit.received_at < before),
+        (IngestTally, IngestTally.day < before.date()),
+        (Usage, Usage.period < before.strftime("%Y-%m")),
+        (Batch, Batch.received_at < cutoffs.batch_ids_before),
+    )
+    return {model._meta.table_name: delete_where(model, condition, batch_rows)
+            for model, condition in targets}
+
+
+def prune_now(older_than_months: int, idempotency_days: int,
+              batch_rows: int = DELETE_BATCH_ROWS) -> tuple[PruneCutoffs, dict[str, int]]:
+    cutoffs = PruneCutoffs.at(utcnow(), older_than_months, idempotency_days)
+    return cutoffs, prune(cutoffs, batch_rows)
+
+
+def anonymous_ids_of(site_id: int, user_id: str) -> list[str]:
+    """The anonymous ids (browsers) a user id was seen with: the same person before identify()."""
+    query = (Event.select(Event.anonymous_id).distinct()
+             .where(Event.site_id == site_id, Event.user_id == user_id,
+                    Event.anonymous_id.is_null(False)))
+    return [anonymous_id for (anonymous_id,) in query.tuples()]
+
+
+def erase_user(site_id: int, user_id: str,
+               batch_rows: int = DELETE_BATCH_ROWS) -> tuple[list[str], dict[str, int]]:
+    """Delete everything stored about an identified user of a site: their events and server
+    events, and those of the anonymous ids they were seen with. Returns those anonymous ids and
+    the rows deleted per table."""
+    browsers = anonymous_ids_of(site_id, user_id)
+    events = Event.user_id == user_id
+    server_events = ServerEvent.identified_user_id == user_id
+    if browsers:
+        events |= Event.anonymous_id.in_(browsers)
+        server_events |= ServerEvent.anonymous_id.in_(browsers)
+    return browsers, _erase(site_id, events, server_events, batch_rows)
+
+
+def erase_anonymous(site_id: int, anonymous_id: str,
+                    batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
+    """Delete the events and server events of one anonymous id (one browser) of a site."""
+    return _erase(site_id, Event.anonymous_id == anonymous_id,
+                  ServerEvent.anonymous_id == anonymous_id, batch_rows)
+
+
+def _erase(site_id: int, events: Expression, server_events: Expression,
+           batch_rows: int) -> dict[str, int]:
+    return {
+        Event._meta.table_name: delete_where(Event, (Event.site_id == site_id) & events,
+                                             batch_rows),
+        ServerEvent._meta.table_name: delete_where(
+            ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
+    }

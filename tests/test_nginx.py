@@ -1,0 +1,252 @@
+"""deploy/nginx.conf, as shipped, run by Debian's nginx in front of gunicorn (2 workers, Redis
+limits, EGIS_TRUSTED_PROXIES=1), on free loopback ports; everything stopped by PID.
+
+Clients connect from other loopback addresses (127.0.0.2, 127.0.0.3, ...) than nginx's own
+(127.0.0.1), so a limit that counted nginx's address instead of the client's would show.
+"""
+import gzip
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REDIS_URL, ROOT, free_port
+from tests.tracking.helpers import CHROME_UA, batch, dumps, stored_counts, tallies
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+DEPLOYED = ROOT / "deploy" / "nginx.conf"
+FIRST_PARTY = ROOT / "deploy" / "nginx-first-party.conf"
+MAX_BODY = 1_048_576  # EGIS_MAX_BODY_BYTES's default
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict:
+        assert self.headers["content-type"] == "application/json", (self.status, self.headers)
+        return json.loads(self.body)
+
+
+def send(port: int, method: str, path: str, body: bytes | None = None,
+         headers: dict[str, str] | None = None, source: str = "127.0.0.2") -> Answer:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20,
+                                            source_address=(source, 0))
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Answer(response.status, {k.lower(): v for k, v in response.getheaders()},
+                      response.read())
+    finally:
+        connection.close()
+
+
+class Nginx:
+    """Debian's nginx with deploy/nginx.conf (ports, upstream and paths swapped for the test's
+    own) plus a site's server that includes deploy/nginx-first-party.conf."""
+
+    def __init__(self, directory: Path, upstream: str) -> None:
+        self.directory = directory
+        self.port, self.site_port = free_port(), free_port()
+        self.process: subprocess.Popen | None = None
+        directory.mkdir()
+        (directory / "egis.conf").write_text(self._deployed(upstream))
+        user = "user root;" if os.geteuid() == 0 else ""  # workers may read tmp_path
+        temp_paths = "".join(f"{kind}_temp_path {directory / kind};"
+                             for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        (directory / "nginx.conf").write_text(f"""
+{user}
+worker_processes 1;
+error_log {directory / "error.log"};
+events {{ worker_connections 256; }}
+http {{
+    {temp_paths}
+    include {directory / "egis.conf"};
+    server {{
+        listen 127.0.0.1:{self.site_port};
+        server_name std.example;
+        include {FIRST_PARTY};
+    }}
+}}
+""")
+
+    def _deployed(self, upstream: str) -> str:
+        text = DEPLOYED.read_text()
+        for shipped, here in (("listen 80;", f"listen 127.0.0.1:{self.port};"),
+                              ("server 127.0.0.1:8000;", f"server {upstream};"),
+                              ("/var/cache/nginx/egis", str(self.directory / "cache")),
+                              ("/var/log/nginx/egis.access.log",
+                               str(self.directory / "access.log"))):
+            assert text.count(shipped) == 1, shipped
+            text = text.replace(shipped, here)
+        return text
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [NGINX, "-p", str(self.directory), "-c", str(self.directory / "nginx.conf"),
+             "-g", f"daemon off; pid {self.directory / 'nginx.pid'};"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"nginx did not start:\n{self.error_log()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def error_log(self) -> str:
+        path = self.directory / "error.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@dataclass
+class Stack:
+    nginx: Nginx
+    gunicorn: object
+    site: object
+
+    def post_events(self, body: bytes, source: str = "127.0.0.2", port: int | None = None,
+                    path: str = "/api/events", **headers: str) -> Answer:
+        return send(port or self.nginx.port, "POST", path, body,
+                    {"Content-Type": "application/json", **self.site.write_headers(**headers)},
+                    source=source)
+
+
+@pytest.fixture
+def stack(start_gunicorn, std_site, redis_prefix, tmp_path) -> Stack:
+    if not Path(NGINX).exists():
+        pytest.fail("nginx is not installed: `bash .ci/run` installs it (apt-get install nginx)")
+    server = start_gunicorn(workers=2, env={
+        "EGIS_TRUSTED_PROXIES": "1", "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL,
+        "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix, "EGIS_RATE_LIMIT_IP": "3/minute"})
+    nginx = Nginx(tmp_path / "nginx", server.url.removeprefix("http://"))
+    nginx.start()
+    yield Stack(nginx, server, std_site)
+    nginx.stop()
+
+
+def test_per_ip_limits_count_the_client_not_nginx_and_ignore_a_spoofed_header(app, stack):
+    spoofs = ["198.51.100.1", "198.51.100.2", "198.51.100.3, 203.0.113.9", "10.0.0.1"]
+    statuses = [stack.post_events(dumps(batch()), **{"X-Forwarded-For": spoof}).status
+                for spoof in spoofs]
+    assert statuses == [200, 200, 200, 429]
+    # Another client has its own budget: the limit did not count nginx's one address.
+    assert stack.post_events(dumps(batch()), source="127.0.0.3").status == 200
+    # The first-party path (the site's own server, one hop) counts visitors the same way.
+    first_party = [stack.post_events(dumps(batch()), source="127.0.0.4",
+                                     port=stack.nginx.site_port, path="/stats/api/events",
+                                     Origin="https://std.example",
+                                     **{"User-Agent": CHROME_UA}).status
+                   for _ in range(4)]
+    assert first_party == [200, 200, 200, 429]
+    assert stored_counts(app)["events"] == 3 + 1 + 3
+
+
+def test_bodies_gzip_passes_through_and_every_413_is_json(app, stack):
+    answer = stack.post_events(gzip.compress(dumps(batch(3))), **{"Content-Encoding": "gzip"})
+    assert (answer.status, answer.json()) == (200, {"success": True, "count": 3})
+
+    # Over egis's cap, under nginx's: egis answers, and counts it against the site.
+    over_egis_cap = b"{" + b" " * (MAX_BODY + 100_000) + b"}"
+    answer = stack.post_events(over_egis_cap, source="127.0.0.3")
+    assert (answer.status, answer.json()) == (413, {"error": "The request body is too large."})
+    bomb = gzip.compress(b"0" * (2 * MAX_BODY))  # small on the wire, too large decoded
+    answer = stack.post_events(bomb, source="127.0.0.4", **{"Content-Encoding": "gzip"})
+    assert (answer.status, answer.json()) == (413, {
+        "error": f"The request body is larger than {MAX_BODY} bytes (after gzip decoding)."})
+    assert tallies(app) == {"rejected_413": 2}
+
+    # Over nginx's cap: nginx stops reading and answers, in the same words.
+    over_nginx_cap = b"{" + b" " * (3 * MAX_BODY) + b"}"
+    answer = stack.post_events(over_nginx_cap, source="127.0.0.5")
+    assert (answer.status, answer.json()) == (413, {"error": "The request body is too large."})
+    assert tallies(app) == {"rejected_413": 2}
+    assert stored_counts(app)["events"] == 3
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_every_error_nginx_answers_is_json(stack):
+    port = stack.nginx.port
+    cases = {
+        "uri-too-long": (send(port, "GET", "/" + "a" * 10_000), 414),
+        "header-too-large": (send(port, "GET", "/healthz", headers={"X-Big": "b" * 10_000}), 400),
+        "metrics-from-outside": (send(port, "GET", "/metrics"), 403),
+        "internal-error-page": (send(port, "GET", "/_egis_error"), 404),
+    }
+    for name, (answer, status) in cases.items():
+        assert answer.status == status, name
+        assert set(answer.json()) == {"error"}, name
+    raw = _raw(port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"Content-Type: application/json" in head
+    assert json.loads(body) == {"error": "The request is malformed."}
+
+    # egis's own errors pass through untouched; Prometheus scrapes from the host itself.
+    answer = send(port, "GET", "/nope")
+    assert (answer.status, answer.json()) == (404, {"error": "No such endpoint."})
+    assert "x-request-id" in answer.headers
+    scrape = send(port, "GET", "/metrics", source="127.0.0.1")
+    assert scrape.status == 200
+    assert scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+
+    stack.gunicorn.process.terminate()  # by PID: egis goes away behind nginx
+    stack.gunicorn.process.wait(timeout=20)
+    answer = stack.post_events(dumps(batch()))
+    assert answer.status == 502 and answer.headers["retry-after"] == "5"
+    assert answer.json() == {"error": "The service is unavailable; nothing was stored, retry "
+                                      "later."}
+
+
+def test_the_request_id_is_nginxs_in_both_logs(stack):
+    answer = stack.post_events(dumps(batch()))
+    request_id = answer.headers["x-request-id"]
+    access_log = stack.nginx.directory / "access.log"
+    deadline = time.monotonic() + 10  # nginx writes the line once the answer has gone out
+    while request_id not in access_log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert request_id in access_log.read_text()
+    assert "127.0.0.2" not in access_log.read_text()
+    lines = [json.loads(line) for line in stack.gunicorn.log().splitlines()
+             if line.startswith("{")]
+    assert any(line.get("request_id") == request_id for line in lines)
+
+
+def test_tracker_js_is_served_from_nginxs_cache(stack):
+    first = send(stack.nginx.port, "GET", "/tracker.js")
+    if first.status == 404:
+        pytest.skip("this egis has no /tracker.js route yet: nothing to cache")
+    assert first.status == 200 and first.headers["x-cache-status"] in ("MISS", "EXPIRED")
+    second = send(stack.nginx.port, "GET", "/tracker.js")
+    assert second.headers["x-cache-status"] == "HIT" and second.body == first.body
+    stack.gunicorn.process.terminate()  # by PID: the cached copy still serves
+    stack.gunicorn.process.wait(timeout=20)
+    third = send(stack.nginx.port, "GET", "/tracker.js")
+    assert third.status == 200 and third.body == first.body
+    first_party = send(stack.nginx.site_port, "GET", "/stats/tracker.js")
+    assert first_party.status == 200 and first_party.body == first.body
