@@ -59,7 +59,7 @@ def test_spa_navigation_is_a_page_view_each(app, std, tracked, page):
     page.evaluate("history.pushState({}, '', '/app/settings?tab=2#part')")  # fragment only
     page.go_back()  # popstate back to /app/settings?tab=2 ... same path: nothing new
     page.go_back()  # popstate to /app
-    views = wait_events(app, std, "pageview", 4)
+    views = sorted(wait_events(app, std, "pageview", 4), key=lambda view: view.client_ts)
     paths = [v.page_url.split(":", 2)[2].split("/", 1)[1] for v in views]
     assert paths == ["app", "app/settings", "app/settings?tab=2", "app"]
     assert views[1].referrer == url  # an SPA view's referrer is the view before
