@@ -10,7 +10,7 @@ from flask import Flask
 
 from app import create_app
 from app.db import release_connections
-from models import Batch, CrawlHit, Event, ServerEvent, Usage, database
+from models import Batch, CrawlHit, Event, ServerEvent, Usage
 from tests.conftest import (
     LiveServer,
     SiteKeys,
@@ -19,6 +19,7 @@ from tests.conftest import (
     stop_gunicorn,
     truncate_all,
 )
+from tests.helpers import db
 
 STORED = (Batch, Event, ServerEvent, CrawlHit, Usage)
 
@@ -36,7 +37,7 @@ class Deployment:
 
     def stored(self) -> dict[str, int]:
         """Rows of what clients send (not sites, keys, or the tally of what was refused)."""
-        with self.app.app_context(), database.connection_context():
+        with db(self.app):
             return {model._meta.table_name: model.select().count() for model in STORED}
 
 
