@@ -268,7 +268,7 @@ INVALID_CURRENCY = "currency: Must be an active ISO 4217 currency code, such as 
 
 
 @pytest.mark.parametrize("currency", ["XXX", "XAU", "XTS", "DEM", "HRK", "US", "USDX", "", "U$D",
-                                      " USD", "usd\u0000"])
+                                      " USD", "usd\u0000", "Usd", "uSD"])  # mixed case: no
 def test_currency_must_be_an_active_iso_code(client, app, std_site, currency):
     body = {"eventName": "purchase", "amount": 5, "currency": currency}
     response = post(client, std_site, body)
