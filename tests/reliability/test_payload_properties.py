@@ -27,7 +27,7 @@ from tests.helpers import db
 
 ABSENT = object()  # a field left out of the body
 MONEY_KEYS = {"amount", "revenue", "revenue_cents", "currency"}
-PROPERTY = settings(max_examples=150, derandomize=True, deadline=None,
+PROPERTY = settings(max_examples=150, derandomize=True, database=None, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 
