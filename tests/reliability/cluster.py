@@ -29,7 +29,8 @@ def _bin_dir() -> Path:
     return Path(found).resolve().parent
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The PIDs of a process's children (Linux /proc)."""
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     except OSError:
@@ -87,7 +88,7 @@ class Cluster:
         """SIGSTOP the postmaster and its backends: connections stay open and nothing answers."""
         postmaster = self.postmaster_pid()
         assert postmaster is not None, "the cluster is not running"
-        self.frozen = [postmaster, *_children(postmaster)]
+        self.frozen = [postmaster, *children(postmaster)]
         for pid in self.frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)

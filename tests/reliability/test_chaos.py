@@ -33,7 +33,7 @@ from tests.conftest import (
     launch_gunicorn,
     stop_gunicorn,
 )
-from tests.reliability.cluster import Cluster
+from tests.reliability.cluster import Cluster, children
 from tests.reliability.wire import post, send
 from tests.tracking.helpers import batch, unique
 
@@ -67,9 +67,7 @@ class Stack:
     site: SiteKeys
 
     def workers(self) -> list[int]:
-        pid = self.server.process.pid
-        return [int(child) for child in
-                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return children(self.server.process.pid)
 
 
 @pytest.fixture
