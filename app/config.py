@@ -11,6 +11,9 @@ from flask import Flask
 DEFAULTS: dict[str, Any] = {
     "KEY_PREFIX": "egis",
     "RATELIMIT_STORAGE_URI": "memory://",
+    # Said explicitly: flask-limiter's one Limiter otherwise keeps the last app's setting, so an
+    # app built with limits off would leave every later app in the process unlimited.
+    "RATELIMIT_ENABLED": True,
     # Off: X-RateLimit-* on every response costs a storage read per request; the 429 handler
     # (app.errors) sets Retry-After itself.
     "RATELIMIT_HEADERS_ENABLED": False,

@@ -2,16 +2,25 @@
 
 A view declares what it takes and answers with `@documented(...)`; `build_spec` walks the URL
 map, so a new endpoint appears in /api/openapi.json by decorating it, not by editing this file.
+
+The document carries every rule the service enforces that JSON Schema can say: besides what
+apispec derives from the fields (types, lengths, ranges, enums), no NUL character in any string
+(`NO_NUL`, free-form objects included, through the recursive `JsonValue`), and the rules a schema
+states across its fields, which it declares as JSON Schema in `Meta.openapi` (merged into its
+component). What JSON Schema cannot say (a free-form object's size and depth, the decimals a
+currency allows) is in the descriptions. This is the document's conversion only: the compiled
+validator of app.validation reads the plain one, so the hot path pays for no extra pattern.
 """
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from apispec import APISpec
-from apispec.ext.marshmallow import MarshmallowPlugin
+from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from flask import Flask
-from marshmallow import Schema, fields
+from marshmallow import INCLUDE, Schema, fields
 
+from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, JSONObject, Text
 from models.api_key import SERVER, WRITE
 
 API_VERSION = "1.0.0"
@@ -23,15 +32,72 @@ SECURITY_SCHEMES = {
 }
 
 
+NO_NUL = "^[^\\u0000]*$"
+JSON_VALUE = "#/components/schemas/JsonValue"
+# Any JSON value whose strings (object keys too) hold no NUL character.
+JSON_VALUE_SCHEMA = {
+    "description": "A JSON value without NUL characters in any string or key.",
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": JSON_VALUE}},
+        {"type": "object", "propertyNames": {"pattern": NO_NUL},
+         "additionalProperties": {"$ref": JSON_VALUE}},
+    ],
+}
+
+
 class ErrorSchema(Schema):
+    class Meta:
+        unknown = INCLUDE  # some errors say more: details, restrictedTypes, valid
+
     error = fields.String(required=True, metadata={"description": "One readable sentence."})
     details = fields.Dict(metadata={"description": "Field-by-field messages (400 only)."})
 
 
-def documented(summary: str, body: type[Schema] | Schema | None = None,
-               responses: dict[int, tuple[type[Schema] | Schema | None, str]] | None = None,
+class DocumentConverter(OpenAPIConverter):
+    """apispec's conversion, plus the cross-field rules of a schema's `Meta.openapi`."""
+
+    def schema2jsonschema(self, schema: Any) -> dict[str, Any]:
+        converted = super().schema2jsonschema(schema)
+        return {**converted, **getattr(getattr(schema, "Meta", None), "openapi", {})}
+
+
+def refuses_nul(_converter: OpenAPIConverter, field: fields.Field, ret: dict[str, Any],
+                **_kwargs: Any) -> dict[str, Any]:
+    """The rules of app.fields' Text and JSONObject, as JSON Schema (and words)."""
+    if isinstance(field, Text):
+        return {"pattern": NO_NUL}
+    if isinstance(field, JSONObject):
+        limits = (f"At most {MAX_PROPERTIES_BYTES} bytes as JSON and {MAX_JSON_DEPTH} levels "
+                  "of objects and arrays; no NUL character.")
+        return {"propertyNames": {"pattern": NO_NUL}, "additionalProperties": {"$ref": JSON_VALUE},
+                "description": f"{ret['description']} {limits}" if "description" in ret
+                else limits}
+    return {}
+
+
+class DocumentPlugin(MarshmallowPlugin):
+    Converter = DocumentConverter
+
+    def init_spec(self, spec: APISpec) -> None:
+        super().init_spec(spec)
+        self.converter.add_attribute_function(refuses_nul)
+
+
+# A response body: a marshmallow schema, a JSON Schema dict (which may name marshmallow schemas
+# and components), a component's name, or None (no body; the shared Error for an error status).
+BodySchema = type[Schema] | Schema | dict[str, Any] | str | None
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                               "schema": {"type": "integer", "minimum": 1}}}
+UNAVAILABLE = "The database is unavailable; nothing was stored, retry after Retry-After."
+
+
+def documented(summary: str, body: BodySchema = None,
+               responses: dict[int, tuple[BodySchema, str]] | None = None,
                tags: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Attach OpenAPI facts to a view; error statuses get the shared ErrorSchema."""
+    """Attach OpenAPI facts to a view; error statuses get the shared ErrorSchema. Every
+    documented view uses the database, so 503 is added to its responses."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         view.openapi = {"summary": summary, "body": body, "responses": responses or {},
@@ -53,12 +119,15 @@ def _security(view: Callable[..., Any]) -> list[dict[str, list[str]]] | None:
 def _operation(view: Callable[..., Any]) -> dict[str, Any]:
     facts = view.openapi
     responses: dict[str, Any] = {}
-    for status, (schema, description) in sorted(facts["responses"].items()):
+    for status, (schema, description) in sorted({503: (None, UNAVAILABLE),
+                                                 **facts["responses"]}.items()):
         response: dict[str, Any] = {"description": description}
         if schema is not None:
             response["content"] = {"application/json": {"schema": schema}}
         elif status >= 400:
             response["content"] = {"application/json": {"schema": "Error"}}
+        if status in (429, 503):
+            response["headers"] = RETRY_AFTER
         responses[str(status)] = response
     operation: dict[str, Any] = {"summary": facts["summary"], "responses": responses}
     if facts["tags"]:
@@ -76,12 +145,13 @@ def _operation(view: Callable[..., Any]) -> dict[str, Any]:
 
 def build_spec(app: Flask) -> dict[str, Any]:
     spec = APISpec(title="egis — Event and Goal Ingest Service", version=API_VERSION,
-                   openapi_version="3.1.0", plugins=[MarshmallowPlugin()],
+                   openapi_version="3.1.0", plugins=[DocumentPlugin()],
                    info={"description": "Server-side ingest of analytics events, goals, "
                                         "trusted revenue and crawler reports."})
     for name, scheme in SECURITY_SCHEMES.items():
         spec.components.security_scheme(name, scheme)
     spec.components.schema("Error", schema=ErrorSchema)
+    spec.components.schema("JsonValue", JSON_VALUE_SCHEMA)
     paths: dict[str, dict[str, Any]] = {}
     for rule in app.url_map.iter_rules():
         view = app.view_functions.get(rule.endpoint)

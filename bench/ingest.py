@@ -70,6 +70,19 @@ def flask(*args: str, env: dict[str, str]) -> str:
                           capture_output=True, text=True).stdout
 
 
+def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
+    """gunicorn with deploy/gunicorn.conf.py (GUNICORN_BIND in `env`), once it answers."""
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
+                               "wsgi:app"], cwd=ROOT, env=env)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.2)
+    return server
+
+
 def wrk(path: str, duration: int, connections: int, threads: int,
         script_env: dict[str, str] | None = None, script: str | None = None) -> dict[str, float]:
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency"]
@@ -114,15 +127,8 @@ def main() -> None:
           env=env)
     key = flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
 
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
-                               "wsgi:app"], cwd=ROOT, env=env)
+    server = start_gunicorn(env, PORT)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
         time.sleep(2)  # let every worker finish warming up
         rows = []
         noop = wrk("/healthz", args.duration, args.connections, args.threads)

@@ -44,6 +44,7 @@ class CrawlReportSchema(Schema):
     host = Text(allow_none=True, validate=validate.Length(min=1, max=MAX_HOST_LENGTH))
     # fields.IP's error text never repeats the value: the address must not be echoed.
     ip = fields.IP(allow_none=True, metadata={
+        "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}, {"type": "null"}],
         "description": "Client address: only names its network (/24, /48 or operator) and "
                        "verifies crawlers; never stored."})
     secFetchDest = fetch_metadata_field("Sec-Fetch-Dest")

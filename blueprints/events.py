@@ -78,7 +78,9 @@ class IngestResponseSchema(Schema):
 
 class PlanRestrictedSchema(Schema):
     error = fields.String(required=True)
-    restrictedTypes = fields.List(fields.String(), required=True)
+    restrictedTypes = fields.List(fields.String(validate=validate.OneOf(sorted(
+        ingest.PAID_TYPES))), metadata={
+        "description": "On a plan restriction: the types to drop before resending the rest."})
 
 
 def _extra_rules_hold(batch: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ app.agent.tools; the queries, and the definitions of visitor, session, bounce an
 app.analytics. This module is the route: key, rate limit, Accept check, and the answer.
 """
 from flask import Blueprint, Response, g, request
-from marshmallow import Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, fields, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.agent.tools import MCP
@@ -21,13 +21,49 @@ from models.api_key import SERVER
 bp = Blueprint("mcp", __name__)
 
 
+# What the service reads as an id: a string, or an integer that fits 64 bits.
+REQUEST_ID = {"type": ["string", "integer"], "minimum": -(2**63), "maximum": 2**64 - 1}
+
+
 class JsonRpcRequestSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE  # members JSON-RPC does not define are ignored
+
     jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
-    id = fields.Raw(metadata={"description": "String or integer; absent for a notification."})
+    id = fields.Raw(metadata={**REQUEST_ID, "description": "An integer written as one (7, not "
+                                                          "7.0); absent for a notification "
+                                                          "(answered 202)."})
     method = fields.String(required=True, metadata={
         "description": "initialize, ping, tools/list, tools/call, server/discover, or a "
                        "notification."})
-    params = fields.Dict()
+    params = fields.Raw(metadata={
+        "description": "The method's parameters (an object for every MCP method); a wrong "
+                       "shape is a JSON-RPC error in the answer, as an unknown method is."})
+
+
+class JsonRpcErrorObjectSchema(Schema):
+    code = fields.Integer(required=True, metadata={
+        "description": "-32700 parse error, -32600 invalid request, -32601 method not found, "
+                       "-32602 invalid params, -32022 unsupported protocol version."})
+    message = fields.String(required=True)
+    data = fields.Raw()
+
+
+class JsonRpcErrorSchema(Schema):
+    jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
+    id = fields.Raw(required=True, metadata={
+        **REQUEST_ID, "type": ["string", "integer", "null"],
+        "description": "The request's id; null when it could not be read."})
+    error = fields.Nested(JsonRpcErrorObjectSchema, required=True)
+
+
+class JsonRpcResultSchema(Schema):
+    jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
+    id = fields.Raw(required=True, metadata=REQUEST_ID)
+    result = fields.Dict(required=True, metadata={"description": "The method's MCP result."})
+
+
+JSON_RPC_ANSWER = {"oneOf": [JsonRpcResultSchema, JsonRpcErrorSchema]}
 
 
 def _accepts_json() -> bool:
@@ -41,13 +77,18 @@ def _accepts_json() -> bool:
 @bp.post("/api/mcp")
 @documented(
     "MCP endpoint for AI agents (Streamable HTTP, stateless, JSON responses)",
-    body=JsonRpcRequestSchema,
-    responses={200: (None, "A JSON-RPC response (or a batch of them)."),
+    body={"oneOf": [JsonRpcRequestSchema, {
+        "type": "array", "minItems": 1, "description": "A JSON-RPC batch (protocols 2024-11-05 "
+        "and 2025-03-26 only): each member is answered, an invalid one with an error."}]},
+    responses={200: ({"oneOf": [*JSON_RPC_ANSWER["oneOf"],
+                                {"type": "array", "items": JSON_RPC_ANSWER}]},
+                     "A JSON-RPC response (or, protocols 2024-11-05 and 2025-03-26, a batch)."),
                202: (None, "A notification or response was accepted; no body."),
-               400: (None, "Not JSON-RPC, or a JSON-RPC error with an HTTP 400 status."),
+               400: ({"oneOf": [JsonRpcErrorSchema, "Error"]},
+                     "Not JSON-RPC (a JSON-RPC error), or a body that could not be read."),
                401: (None, "Missing or invalid key."),
                403: (None, "Not a server key."),
-               404: (None, "JSON-RPC method not found (protocol 2026-07-28)."),
+               404: (JsonRpcErrorSchema, "JSON-RPC method not found (protocol 2026-07-28)."),
                405: (None, "Only POST."), 406: (None, "The client does not accept JSON."),
                413: (None, "Body too large."), 415: (None, "Not JSON."),
                429: (None, "Rate limited.")},

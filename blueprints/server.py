@@ -20,7 +20,7 @@ from app.limits import PER_KEY, limited
 from app.openapi import documented
 from app.privacy import looks_like_email
 from app.revenue import server_events
-from app.revenue.money import MoneyError, normalize_currency
+from app.revenue.money import MoneyError, active_currencies
 from models.api_key import SERVER
 from models.ingest_tally import REJECTED_403_PLAN
 
@@ -38,21 +38,42 @@ def not_an_email(value: str | None) -> None:
         raise ValidationError(EMAIL_REFUSED)
 
 
+CURRENCY_CODES = sorted(active_currencies())
+# Upper case as ISO 4217 writes them, or lower case as some payment APIs do; not mixed.
+CURRENCY_SPELLINGS = [*CURRENCY_CODES, *(code.lower() for code in CURRENCY_CODES)]
+ACCEPTED_CURRENCIES = frozenset(CURRENCY_SPELLINGS)
+
+
 class CurrencyCode(Text):
-    """An active ISO 4217 code, any case in, upper case out."""
+    """An active ISO 4217 code in upper or lower case; upper case out."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
-        try:
-            return normalize_currency(text)
-        except MoneyError:
+        if text not in ACCEPTED_CURRENCIES:
             raise ValidationError(
-                "Must be an active ISO 4217 currency code, such as USD, EUR or JPY.") from None
+                "Must be an active ISO 4217 currency code, such as USD, EUR or JPY.")
+        return text.upper()
 
 
 def opaque_id(description: str, *extra: Any) -> Text:
     return Text(allow_none=True, validate=[validate.Length(min=1, max=128), *extra],
                 metadata={"description": description})
+
+
+def _null(*names: str) -> dict[str, Any]:
+    return {name: {"type": "null"} for name in names}
+
+
+# money_fields_go_together, as JSON Schema for the document (null is the same as absent).
+MONEY_SHAPES = {"oneOf": [
+    {"title": "No money", "properties": _null("amount", "revenue_cents", "currency")},
+    {"title": "Major units", "required": ["amount", "currency"],
+     "properties": {"amount": {"type": "number"}, "currency": {"type": "string"},
+                    **_null("revenue_cents")}},
+    {"title": "Minor units", "required": ["revenue_cents", "currency"],
+     "properties": {"revenue_cents": {"type": "integer"}, "currency": {"type": "string"},
+                    **_null("amount")}},
+]}
 
 
 class ServerEventSchema(Schema):
@@ -62,6 +83,7 @@ class ServerEventSchema(Schema):
 
     class Meta:
         unknown = EXCLUDE
+        openapi = MONEY_SHAPES
 
     eventName = Text(required=True, validate=validate.Length(min=1, max=128))
     identifiedUserId = opaque_id(
@@ -69,14 +91,17 @@ class ServerEventSchema(Schema):
         not_an_email)
     amount = ExactNumber(allow_none=True, metadata={
         "description": "Major units as a JSON number (19.99 USD), read exactly; negative for a "
-                       "refund; at most as many decimals as the currency has."})
+                       "refund; at most as many decimals as the currency has (JPY 0, USD 2, BHD "
+                       "3), and at most 2^63-1 of its minor units."})
     revenue_cents = StrictInteger(
         allow_none=True,
         validate=validate.Range(min=-server_events.INT64_MAX, max=server_events.INT64_MAX),
         metadata={"description": "Alternative to amount: integer minor units of the currency "
-                                 "(cents for USD, yen for JPY, fils for BHD)."})
+                                 "(cents for USD, yen for JPY, fils for BHD), written as an "
+                                 "integer (1999, not 1999.0 or 1.999e3)."})
     currency = CurrencyCode(allow_none=True, metadata={
-        "description": "Active ISO 4217 code; required with amount or revenue_cents."})
+        "description": "Active ISO 4217 code (upper or lower case); required with amount or "
+                       "revenue_cents.", "enum": [*CURRENCY_SPELLINGS, None]})
     orderId = opaque_id("Unique per site: a repeat is answered duplicate and not stored again.")
     anonymousId = opaque_id("The tracker's anonymous id.")
     sessionId = opaque_id("The tracker's session id.")

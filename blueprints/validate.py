@@ -41,7 +41,8 @@ class InvalidKeySchema(Schema):
     "Validate a key and report the site's quota",
     responses={200: (ValidateSchema, "The key is valid."),
                401: (InvalidKeySchema, "Missing, unknown or revoked key."),
-               429: (None, "Rate limited (per client IP).")},
+               403: (InvalidKeySchema, "A browser request from another site's Origin."),
+               429: (InvalidKeySchema, "Rate limited (per client IP).")},
     tags=("keys",),
 )
 @limited(VALIDATE)  # counted before the key is checked: a flood of bad keys is limited too

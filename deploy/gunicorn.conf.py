@@ -2,17 +2,23 @@
 
 Each value can be overridden from the environment (GUNICORN_*), the usual gunicorn way.
 """
+import json
 import multiprocessing
 import os
 import shutil
+import ssl
 import tempfile
+
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.workers.gthread import ThreadWorker
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # One process per core, a few threads each: the work is CPU-bound Python plus one database
 # round trip, and the threads keep a core busy while others wait on the commit. gthread also
 # keeps client (or nginx upstream) connections alive. bench/README.md has the measurements.
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count()))
-worker_class = "gthread"
+# worker_class: GthreadJsonRefusals below (gthread, with JSON refusals).
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 backlog = 2048
 timeout = 30
@@ -23,6 +29,8 @@ max_requests_jitter = 50
 # The app is imported once in the master; no database connection is opened before the fork.
 preload_app = True
 accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
+# No client address (%(h)s), no query string, no referrer: what was asked and how it went.
+access_log_format = '%(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 # gunicorn's control socket defaults to one path per user, which a second instance on the same
@@ -52,6 +60,56 @@ def on_exit(server):
     own = os.environ.get(OWN_METRICS_DIR)
     if own:
         shutil.rmtree(own, ignore_errors=True)
+
+
+# Requests gunicorn refuses before the app sees them (bad request line or headers, a header over
+# 8 KiB) answer JSON like every other error, with a fixed sentence: gunicorn's own answer is HTML,
+# and its log line and text carry the client address and the offending header. First match wins.
+REFUSALS = (  # (exception classes, status, reason, message)
+    ((http_errors.InvalidResponseHeader, http_errors.InvalidResponseHeaderName,
+      http_errors.ConfigurationProblem), 500, "Internal Server Error",
+     "Internal server error; the request was not stored, retry later."),
+    ((http_errors.LimitRequestHeaders,), 431, "Request Header Fields Too Large",
+     "A request header is too large (at most 8190 bytes), or there are too many."),
+    ((http_errors.LimitRequestLine,), 414, "URI Too Long", "The request line is too long."),
+    ((http_errors.UnsupportedTransferCoding,), 501, "Not Implemented",
+     "This Transfer-Encoding is not supported: send chunked or a Content-Length."),
+    ((http_errors.ExpectationFailed,), 417, "Expectation Failed",
+     "Only Expect: 100-continue is supported."),
+    ((http_errors.ForbiddenProxyRequest, ssl.SSLError), 403, "Forbidden",
+     "This request is not allowed."),
+    ((http_errors.ParseException,), 400, "Bad Request",
+     "The request is not valid HTTP: check the request line and the header names and values."),
+)
+
+
+def refusal_for(error: BaseException) -> tuple[int, str, str]:
+    for classes, status, reason, message in REFUSALS:
+        if isinstance(error, classes):
+            return status, reason, message
+    return REFUSALS[0][1:]
+
+
+class GthreadJsonRefusals(ThreadWorker):
+    """gthread, with JSON refusals that log neither the client address nor the request's text."""
+
+    def handle_error(self, req, client, addr, exc):
+        status, reason, message = refusal_for(exc)
+        if status >= 500:
+            self.log.exception("error handling a request")
+        else:
+            self.log.warning("refused a request that is not valid HTTP: %s %s", status,
+                             type(exc).__name__)
+        body = json.dumps({"error": message}).encode()
+        head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        try:
+            util.write_nonblock(client, head.encode() + body)
+        except OSError:
+            self.log.debug("could not send the refusal")
+
+
+worker_class = GthreadJsonRefusals
 
 
 def post_worker_init(worker):

@@ -139,13 +139,17 @@ def make_site(app) -> Callable[..., SiteKeys]:
 
     def create(domain: str = "std.example", plan: str = "standard",
                monthly_quota: int | None = None) -> SiteKeys:
-        with app.app_context(), database.connection_context():
-            site = Site.create(domain=domain, plan=plan, monthly_quota=monthly_quota)
-            write = keys.issue(site, WRITE, app.config["WRITE_KEY_PREFIX"]).key
-            server = keys.issue(site, SERVER, app.config["SERVER_KEY_PREFIX"]).key
-        return SiteKeys(site, write, server)
+        return create_site(app, domain, plan, monthly_quota)
 
     return create
+
+
+def create_site(app, domain: str, plan: str, monthly_quota: int | None = None) -> SiteKeys:
+    with app.app_context(), database.connection_context():
+        site = Site.create(domain=domain, plan=plan, monthly_quota=monthly_quota)
+        write = keys.issue(site, WRITE, app.config["WRITE_KEY_PREFIX"]).key
+        server = keys.issue(site, SERVER, app.config["SERVER_KEY_PREFIX"]).key
+    return SiteKeys(site, write, server)
 
 
 @pytest.fixture
@@ -174,41 +178,55 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
 
+def launch_gunicorn(database_url: str, log_dir: Path, workers: int = 2,
+                    env: dict[str, str] | None = None, deploy_config: bool = False) -> LiveServer:
+    """Start a real gunicorn on `database_url` and wait until it answers; the caller stops it
+    (`stop_gunicorn`). `deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, hooks)."""
+    port = free_port()
+    config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
+    log_path = log_dir / f"gunicorn-{port}.log"
+    process_env = {**os.environ, "DATABASE_URL": database_url, **(env or {})}
+    with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
+             f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
+             "--no-control-socket", "wsgi:app"],
+            cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
+    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{server.url}/healthz", timeout=1):
+                return server
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    stop_gunicorn(server)
+    raise RuntimeError(f"gunicorn did not start:\n{server.log()}")
+
+
+def stop_gunicorn(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=10)
+
+
 @pytest.fixture
 def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
-    """Start a real gunicorn on the test database; stopped by PID after the test."""
+    """Start a real gunicorn on the test database (see `launch_gunicorn`); stopped by PID
+    after the test."""
     started: list[LiveServer] = []
 
     def start(workers: int = 2, env: dict[str, str] | None = None,
               deploy_config: bool = False) -> LiveServer:
-        """`deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, worker hooks)."""
-        port = free_port()
-        config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
-        log_path = tmp_path / f"gunicorn-{port}.log"
-        process_env = {**os.environ, "DATABASE_URL": migrated, **(env or {})}
-        with log_path.open("wb") as log_file:  # the child keeps its own descriptor
-            process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
-                 f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
-                 "--no-control-socket", "wsgi:app"],
-                cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
-        server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+        server = launch_gunicorn(migrated, tmp_path, workers, env, deploy_config)
         started.append(server)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{server.url}/healthz", timeout=1):
-                    return server
-            except OSError:
-                if process.poll() is not None:
-                    break
-                time.sleep(0.1)
-        raise RuntimeError(f"gunicorn did not start:\n{server.log()}")
+        return server
 
     yield start
     for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
+        stop_gunicorn(server)

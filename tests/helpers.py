@@ -1,11 +1,13 @@
-"""Shared by the server-key endpoint tests: posting raw JSON, reading rows, dumping the database."""
+"""Shared by the server-key endpoint tests: posting raw JSON, reading rows, dumping the database,
+racing threads."""
 import gzip
 import json
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from flask import Flask
@@ -13,6 +15,7 @@ from flask import Flask
 from models import database
 
 JSON = "application/json"
+T = TypeVar("T")
 
 
 def post_json(client, path: str, body: Any, headers: dict[str, str] | None = None,
@@ -77,3 +80,26 @@ def call_tool(client, server_key: str, tool: str, **arguments: Any) -> dict[str,
     result = response.get_json()["result"]
     assert not result.get("isError"), result
     return result["structuredContent"]
+
+def race(count: int, work: Callable[[int], T], timeout: float = 60) -> list[T]:
+    """Run `work(index)` in `count` threads released at the same moment; their results in
+    index order. An exception in a thread fails the caller, not just the thread."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait(timeout=timeout)
+            results[index] = work(index)
+        except BaseException as error:  # reported by the caller, not lost in the thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not errors, errors[:3]
+    assert not any(thread.is_alive() for thread in threads), "a thread is still running"
+    return results

@@ -97,6 +97,47 @@ def test_real_validate_responses_match_the_documented_schemas(client, document, 
     jsonschema_rs.validate(schema_of(document, "/api/validate", "get", 401), refused)
 
 
+def component(document: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": f"#/components/schemas/{name}", "components": document["components"]}
+
+
+def test_the_document_carries_the_money_rules(document):
+    server_event = document["components"]["schemas"]["ServerEvent"]
+    enum = server_event["properties"]["currency"]["enum"]
+    assert {"USD", "usd", "JPY", "bhd", None} <= set(enum)
+    assert not {"XAU", "XXX", "DEM", "Usd"} & set(enum)
+    validator = jsonschema_rs.validator_for(component(document, "ServerEvent"))
+    base = {"eventName": "purchase"}
+    for valid in ({}, {"amount": 19.99, "currency": "USD"}, {"revenue_cents": 1999,
+                  "currency": "eur"}, {"amount": None, "revenue_cents": 5, "currency": "JPY"}):
+        assert validator.is_valid({**base, **valid}), valid
+    for invalid in ({"amount": 1, "revenue_cents": 100, "currency": "USD"}, {"amount": 1},
+                    {"revenue_cents": 100}, {"currency": "USD"}, {"amount": 1, "currency": "XAU"},
+                    {"revenue_cents": 1.5, "currency": "USD"}):
+        assert not validator.is_valid({**base, **invalid}), invalid
+
+
+def test_the_document_says_no_nul_anywhere(document):
+    batch = jsonschema_rs.validator_for(component(document, "Batch"))
+    event = {"type": "pageview", "timestamp": 1, "pageUrl": "https://std.example/"}
+    body = {"id": "b", "sessionId": "s", "anonymousId": "a", "timestamp": 1, "events": [event]}
+    assert batch.is_valid(body)
+    assert not batch.is_valid({**body, "id": "b\x00"})
+    assert not batch.is_valid({**body, "events": [{**event, "properties": {"a": ["\x00"]}}]})
+    assert not batch.is_valid({**body, "fingerprint": {"k\x00": 1}})
+
+
+def test_mcp_errors_are_documented_as_json_rpc(client, document, std_site):
+    operation = document["paths"]["/api/mcp"]["post"]
+    refused = client.post("/api/mcp", data=b"{", headers=std_site.server_headers(),
+                          content_type="application/json")
+    assert refused.status_code == 400 and refused.get_json()["error"]["code"] == -32700
+    jsonschema_rs.validate(schema_of(document, "/api/mcp", "post", 400), refused.get_json())
+    assert operation["responses"]["404"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/JsonRpcError"}
+
+
 def test_served_without_a_database(make_app):
     from tests.conftest import free_port
 

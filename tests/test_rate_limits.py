@@ -52,6 +52,13 @@ def test_per_key_limit(make_app, std_site):
     assert tallies(app) == {"rejected_429": 1}
 
 
+def test_limits_switched_off_in_one_app_stay_on_in_the_next(make_app, std_site):
+    assert events(make_app(RATELIMIT_ENABLED=False).test_client(), std_site).status_code == 200
+    client = make_app(RATE_LIMIT_KEY="1/minute").test_client()
+    assert events(client, std_site).status_code == 200
+    assert_limited(events(client, std_site))
+
+
 def test_the_per_key_budget_is_shared_by_events_and_goals(make_app, std_site):
     client = make_app(RATE_LIMIT_KEY="3/minute").test_client()
     assert events(client, std_site).status_code == 200

@@ -118,5 +118,5 @@ def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_gun
     status, _, body = post_live(server.url, dumps(batch()), std_site.write_headers(**bot))
     assert (status, body) == (200, {"success": True, "count": 0, "bot": True})
     log = server.log()
-    assert "Using worker: gthread" in log
+    assert "Using worker: GthreadJsonRefusals" in log
     assert "Traceback" not in log and "Exception" not in log

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from tests.conftest import LiveServer, launch_gunicorn, stop_gunicorn
 from tests.helpers import call_tool as mcp_call
 from tests.sdk.proxy import FlakyProxy
 from tests.tracking.helpers import CHROME_UA
@@ -99,11 +100,20 @@ def pages() -> Iterator[PageServer]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One gunicorn (2 workers) per test module. Each test has its own site and keys (the
+    tables are emptied after every test) and its own proxy, so nothing crosses from one test to
+    the next: a keepalive request still under way targets a proxy that is gone."""
+    server = launch_gunicorn(migrated, tmp_path_factory.mktemp("egis"), workers=2)
+    yield server
+    stop_gunicorn(server)
+
+
 @pytest.fixture
-def egis(start_gunicorn) -> Iterator[FlakyProxy]:
-    """A live egis (gunicorn, 2 workers) behind the failing proxy; tests talk to the proxy."""
-    server = start_gunicorn(workers=2)
-    proxy = FlakyProxy(server.url).start()
+def egis(live_egis: LiveServer) -> Iterator[FlakyProxy]:
+    """The live egis behind a failing proxy of this test's own; tests talk to the proxy."""
+    proxy = FlakyProxy(live_egis.url).start()
     yield proxy
     proxy.stop()
 

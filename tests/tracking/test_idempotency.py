@@ -1,19 +1,15 @@
 """A batch id is stored once per site: resends answer 200 `duplicate: true` with the first count,
-also when the copies race (a unique constraint decides, not a read-then-write)."""
-import threading
-
-import pytest
-
+also when the copies race (a unique constraint decides, not a read-then-write). 50 racing
+requests through gunicorn: tests/reliability/test_concurrency.py."""
 from app.tracking import store
 from app.tracking.quota import period_of, shard
 from models import database
 from models.site import utcnow
+from tests.helpers import race
 from tests.tracking.helpers import (
     batch,
-    dumps,
     event,
     post_json,
-    post_live,
     stored_counts,
     stored_events,
     tallies,
@@ -60,27 +56,6 @@ def test_a_refused_batch_leaves_its_id_free(client, app, free_site):
         "success": True, "count": 1}
 
 
-def _race(count: int, work) -> list:
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[index] = work()
-        except BaseException as error:  # reported by the test, not lost in the thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not errors, errors
-    return results
-
-
 def test_racing_copies_in_the_store_insert_once(app, std_site):
     """Eight connections store the same batch at the same moment: one wins, seven see it."""
     now = utcnow()
@@ -95,31 +70,7 @@ def test_racing_copies_in_the_store_insert_once(app, std_site):
         with app.app_context(), database.connection_context():
             return store.store(rows), store.first_count(rows.site_id, rows.batch_key)
 
-    results = _race(8, work)
+    results = race(8, lambda _index: work())
     assert sorted(inserted for inserted, _ in results) == [False] * 7 + [True]
     assert {count for _, count in results} == {4}
     assert stored_counts(app) == {"events": 4, "batches": 1, "usage": 4}
-
-
-def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
-    status, _headers, payload = post_live(url, body, headers)
-    return status, payload
-
-
-@pytest.mark.slow
-def test_racing_requests_through_gunicorn_store_once(start_gunicorn, app, std_site):
-    server = start_gunicorn(workers=4)
-    headers = std_site.write_headers()
-    for attempt in range(3):  # a few rounds, so the copies really overlap at least once
-        body = dumps(batch(5))
-        answers = _race(8, lambda body=body: _post(server.url, body, headers))
-        assert [status for status, _ in answers] == [200] * 8, answers
-        fresh = [answer for _, answer in answers if not answer.get("duplicate")]
-        assert fresh == [{"success": True, "count": 5}], answers
-        duplicates = [answer for _, answer in answers if answer.get("duplicate")]
-        assert duplicates == [{"success": True, "count": 5, "duplicate": True}] * 7
-        assert stored_counts(app) == {"events": 5 * (attempt + 1), "batches": attempt + 1,
-                                      "usage": 5 * (attempt + 1)}
-    assert tallies(app) == {"duplicate": 21}
-    assert "Traceback" not in server.log()
-    assert len({row.batch_id for row in stored_events(app)}) == 3

@@ -1,0 +1,71 @@
+"""schemathesis hooks for tests/reliability/test_contract.py (the CLI loads them: `hooks`).
+
+- `errors_are_json_objects`, a check: every error answer is `{"error": "<sentence>"}`.
+- `before_call`: the rules the document can only state in words are applied to generated
+  numbers, so that a body the document calls valid is one the service must accept: integers are
+  read as written (JSON Schema's integer includes 1999.0; revenue_cents and JSON-RPC ids do
+  not), and an amount's decimals and size depend on its currency. Each rule is tested on its
+  own in tests/revenue/ and tests/agent/.
+"""
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+
+import orjson
+import schemathesis
+
+from app.revenue.money import active_currencies, currency_exponent
+
+MCP_PATH = "/api/mcp"
+SERVER_EVENTS_PATH = "/api/server/events"
+LARGEST_AMOUNT = Decimal(10) ** 12  # major units: far from 2^63 minor units in any currency
+
+
+@schemathesis.check
+def errors_are_json_objects(_ctx: Any, response: schemathesis.Response,
+                            case: schemathesis.Case) -> None:
+    """An error answer is JSON `{"error": "<sentence>", ...}`; on /api/mcp a JSON-RPC error
+    object may stand in its place (its shape is the document's, checked by the built-in
+    response_schema_conformance)."""
+    if response.status_code < 400:
+        return
+    content_type = response.headers.get("content-type", [""])[0]
+    if not content_type.startswith("application/json"):
+        raise AssertionError(f"an error answered {content_type!r}, not JSON")
+    body = orjson.loads(response.content)
+    if case.operation.path == MCP_PATH and isinstance(body, dict) and "jsonrpc" in body:
+        return
+    if not (isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]):
+        raise AssertionError(f'an error body without a sentence under "error": {body!r}')
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def recordable_amount(amount: float | int, currency: str) -> float | int:
+    """`amount` cut to the currency's decimals and to a size its minor units can hold."""
+    value = Decimal(repr(amount))
+    if abs(value) > LARGEST_AMOUNT:
+        value = LARGEST_AMOUNT.copy_sign(value)
+    exponent = currency_exponent(currency)
+    value = value.quantize(Decimal(1).scaleb(-exponent), rounding=ROUND_DOWN)
+    return int(value) if exponent == 0 else float(value)
+
+
+# Integers the service reads as written: 1999, not 1999.0 (JSON Schema's integer allows both).
+WRITTEN_INTEGERS = {SERVER_EVENTS_PATH: "revenue_cents", MCP_PATH: "id"}
+
+
+@schemathesis.hook
+def before_call(context: Any, case: schemathesis.Case, kwargs: dict[str, Any]) -> None:
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    name = WRITTEN_INTEGERS.get(case.operation.path)
+    value = body.get(name)
+    if isinstance(value, float) and value.is_integer():
+        body[name] = int(value)
+    currency = body.get("currency")
+    if (case.operation.path == SERVER_EVENTS_PATH and _is_number(body.get("amount"))
+            and isinstance(currency, str) and currency.upper() in active_currencies()):
+        body["amount"] = recordable_amount(body["amount"], currency)
