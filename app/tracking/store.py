@@ -134,8 +134,11 @@ def store_group(group: list[BatchRows]) -> list[bool]:
     """Store several batches (each with a batch id) in one PostgreSQL statement.
 
     The result says, batch by batch, whether it was stored (False: its id was already stored,
-    before or earlier in this group: the first copy in the group is the one stored).
+    before or earlier in this group: the first copy in the group is the one stored). A group
+    of one takes the single-batch statement, so a lone request costs what it did before.
     """
+    if len(group) == 1:
+        return [_store_postgres(group[0])]
     firsts: dict[tuple[int, str | None], int] = {}
     for position, rows in enumerate(group):
         firsts.setdefault((rows.site_id, rows.batch_key), position)
