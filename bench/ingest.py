@@ -140,10 +140,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
     parser.add_argument("--worker-threads", type=int, default=4,
                         help="gunicorn threads per worker")
+    parser.add_argument("--commit-delay", type=int, default=0,
+                        help="PostgreSQL commit_delay (microseconds) for the bench database, "
+                             "with commit_siblings 1")
     args = parser.parse_args()
 
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
     admin(f"CREATE DATABASE {DB_NAME}")
+    if args.commit_delay:
+        admin(f"ALTER DATABASE {DB_NAME} SET commit_delay = {args.commit_delay}")
+        admin(f"ALTER DATABASE {DB_NAME} SET commit_siblings = 1")
     env = {**os.environ, "DATABASE_URL": DB_URL, "FLASK_APP": "wsgi.py",
            "EGIS_RATE_LIMIT_KEY": '"100000000/minute"', "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
            "GUNICORN_BIND": f"127.0.0.1:{PORT}", "GUNICORN_WORKERS": str(args.workers),
@@ -190,7 +196,8 @@ def main() -> None:
 
     print(f"\n{args.workers} gunicorn workers x {args.worker_threads} threads, "
           f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
-          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL\n")
+          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL, "
+          f"commit_delay {args.commit_delay} us\n")
     print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
           "| CPU ms/request: gunicorn / PostgreSQL / wrk | machine busy |")
     print("|---|---|---|---|---|---|---|---|")
