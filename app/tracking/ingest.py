@@ -12,7 +12,7 @@ from app import metrics, tally
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.tracking import quota, store
-from app.tracking.writer import GroupWriter
+from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
@@ -95,7 +95,8 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
                  sample_rate: float, writer: GroupWriter | None = None) -> IngestResult:
     """Store a validated, plan-checked batch; idempotent on the batch id.
 
-    With a writer (group commit, PostgreSQL), the batch shares a commit with concurrent ones.
+    With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
+    ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone.
     """
     now = utcnow()
     period = quota.period_of(now)
@@ -107,7 +108,10 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
         sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
         period=period, shard=quota.shard())
-    stored = writer.store(batch_rows) if writer is not None else store.store(batch_rows)
+    if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
+        stored = writer.store(batch_rows)
+    else:
+        stored = store.store(batch_rows)
     if not stored:
         tally.add(site.id, DUPLICATE)
         return IngestResult(count=store.first_count(site.id, batch["id"]), duplicate=True,

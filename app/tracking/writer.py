@@ -19,6 +19,11 @@ from app.tracking.store import BatchRows
 
 StoreGroup = Callable[[list[BatchRows]], list[bool]]
 
+# Larger batches store alone: their cost is in the rows, not the commit, and a group statement
+# carrying them was slower than their own (bench/README.md, 50-event batches: 10-13 thousand
+# events/s grouped against 16-19 thousand alone), and would delay the small batches waiting on it.
+MAX_GROUPED_EVENTS = 10
+
 
 class _Pending:
     __slots__ = ("done", "error", "rows", "stored")
