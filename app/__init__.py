@@ -8,7 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
     from app import auth, cli, config, db, errors, limits, request_log
-    from app.tracking import quota
+    from app.tracking import quota, store, writer
     from blueprints import BLUEPRINTS
 
     app = Flask(__name__, instance_relative_config=True, static_folder=None)
@@ -26,6 +26,8 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     limits.init_app(app)
     cli.init_app(app)
     app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
+    if app.config["GROUP_COMMIT"] and db.is_postgres():
+        app.extensions["egis_writer"] = writer.GroupWriter(store.store_group)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app

@@ -33,6 +33,8 @@ DEFAULTS: dict[str, Any] = {
     # How long a worker trusts its cached view of a site's month usage before re-reading it.
     "USAGE_CACHE_SECONDS": 5,
     "DB_MAX_CONNECTIONS": 8,
+    # PostgreSQL: concurrent requests of a worker share one commit (app.tracking.writer).
+    "GROUP_COMMIT": True,
     "VERIFY_CRAWLERS": False,
     "DNS_SERVER": "",
     "DNS_TIMEOUT": 1.0,

@@ -5,17 +5,23 @@
 Creates a throwaway database (egis_bench), a site with an unlimited quota and a write key,
 starts gunicorn with deploy/gunicorn.conf.py, and measures in one run:
   * GET /healthz (the no-op baseline: gunicorn + Flask, no database),
-  * POST /api/events with 50-event batches and with 1-event batches,
-counting events actually stored in PostgreSQL (not responses) per second. Needs wrk
-(apt-get install wrk). Prints a Markdown table with the ratios to the no-op baseline.
+  * POST /api/events with 50-event batches, 5-event gzip-compressed batches (the tracker's
+    usual request) and 1-event batches,
+counting events actually stored in PostgreSQL (not responses) per second, and each gunicorn
+worker's peak resident memory. Needs wrk (apt-get install wrk). Prints a Markdown table with the
+ratios to the no-op baseline.
 """
 import argparse
+import gzip
+import json
 import os
 import pwd
 import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -28,6 +34,40 @@ DB_NAME = "egis_bench"
 DB_URL = database_url(DB_NAME)
 PORT = 8765
 
+
+
+def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str) -> dict[str, str]:
+    """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua."""
+    events = [{"type": "pageview", "timestamp": 1763700000000,
+               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
+               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
+              for i in range(per_batch)]
+    bodies_path, index_path = f"{directory}/bodies", f"{directory}/index"
+    offset = 0
+    with open(bodies_path, "wb") as bodies, open(index_path, "w") as index:
+        for number in range(count):
+            body = gzip.compress(json.dumps({
+                "id": f"{run}-{number}", "sessionId": f"s-{run}-{number % 100}",
+                "anonymousId": f"a-{run}", "timestamp": 1763700001000, "compressed": True,
+                "events": events}).encode(), compresslevel=6)
+            bodies.write(body)
+            index.write(f"{offset} {len(body)}\n")
+            offset += len(body)
+    return {"EGIS_BODIES": bodies_path, "EGIS_BODY_INDEX": index_path}
+
+
+def worker_peak_rss_mib(master_pid: int) -> list[float]:
+    """Peak resident set (VmHWM) of each gunicorn worker, the master's children."""
+    peaks = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:
+            continue
+        if int(fields["PPid"]) == master_pid and "VmHWM" in fields:
+            peaks.append(int(fields["VmHWM"].split()[0]) / 1024)
+    return sorted(peaks)
 
 
 def stored_events() -> int:
@@ -73,7 +113,7 @@ def flask(*args: str, env: dict[str, str]) -> str:
 def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     """gunicorn with deploy/gunicorn.conf.py (GUNICORN_BIND in `env`), once it answers."""
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
-                               "wsgi:app"], cwd=ROOT, env=env)
+                               "--no-control-socket", "wsgi:app"], cwd=ROOT, env=env)
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
@@ -113,10 +153,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
     parser.add_argument("--worker-threads", type=int, default=4,
                         help="gunicorn threads per worker")
+    parser.add_argument("--commit-delay", type=int, default=0,
+                        help="PostgreSQL commit_delay (microseconds) for the bench database, "
+                             "with commit_siblings 1")
     args = parser.parse_args()
 
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
     admin(f"CREATE DATABASE {DB_NAME}")
+    if args.commit_delay:
+        admin(f"ALTER DATABASE {DB_NAME} SET commit_delay = {args.commit_delay}")
+        admin(f"ALTER DATABASE {DB_NAME} SET commit_siblings = 1")
     env = {**os.environ, "DATABASE_URL": DB_URL, "FLASK_APP": "wsgi.py",
            "EGIS_RATE_LIMIT_KEY": '"100000000/minute"', "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
            "GUNICORN_BIND": f"127.0.0.1:{PORT}", "GUNICORN_WORKERS": str(args.workers),
@@ -127,30 +173,37 @@ def main() -> None:
           env=env)
     key = flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
 
+    scratch = tempfile.mkdtemp(prefix="egis-bench-")
     server = start_gunicorn(env, PORT)
     try:
         time.sleep(2)  # let every worker finish warming up
         rows = []
         noop = wrk("/healthz", args.duration, args.connections, args.threads)
         rows.append(("GET /healthz (no-op baseline)", noop["rps"], None, noop))
-        for per_batch in (50, 1):
+        for per_batch, compressed in ((50, False), (5, True), (1, False)):
+            run = f"{per_batch}-{int(time.time())}"
+            script_env = {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch), "EGIS_RUN": run,
+                          "EGIS_WRK_THREADS": str(args.threads)}
+            if compressed:
+                script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run)
             before = stored_events()
             started = time.monotonic()
             result = wrk("/api/events", args.duration, args.connections, args.threads,
-                         {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch),
-                          "EGIS_RUN": f"{per_batch}-{int(time.time())}"},
-                         str(ROOT / "bench" / "ingest.lua"))
+                         script_env, str(ROOT / "bench" / "ingest.lua"))
             elapsed = time.monotonic() - started
             stored = (stored_events() - before) / elapsed
-            rows.append((f"POST /api/events, {per_batch}-event batches", result["rps"], stored,
-                         result))
+            label = f"{per_batch}-event batches" + (", gzip" if compressed else "")
+            rows.append((f"POST /api/events, {label}", result["rps"], stored, result))
+        peaks = worker_peak_rss_mib(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=20)
+        shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"\n{args.workers} gunicorn workers x {args.worker_threads} threads, "
           f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
-          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL\n")
+          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL, "
+          f"commit_delay {args.commit_delay} us\n")
     print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
           "| CPU ms/request: gunicorn / PostgreSQL / wrk | machine busy |")
     print("|---|---|---|---|---|---|---|---|")
@@ -160,6 +213,7 @@ def main() -> None:
         print(f"| {name} | {rps:,.0f} | {rps / noop['rps']:.2f} | {stored_text} | "
               f"{result['p99']} | {result['non2xx']} | {cpu['gunicorn']:.2f} / "
               f"{cpu['postgres']:.2f} / {cpu['wrk']:.2f} | {result['busy']:.0%} |")
+    print("\npeak RSS per worker (MiB): " + ", ".join(f"{peak:.0f}" for peak in peaks))
 
 
 if __name__ == "__main__":

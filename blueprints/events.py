@@ -128,6 +128,7 @@ def post_events():
     batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
     refuse_restricted_types({event["type"] for event in batch["events"]})
     result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
-                                 current_app.config["SAMPLE_RATE"])
+                                 current_app.config["SAMPLE_RATE"],
+                                 current_app.extensions.get("egis_writer"))
     return result.body()
 

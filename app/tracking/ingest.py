@@ -12,6 +12,7 @@ from app import metrics, tally
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.tracking import quota, store
+from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
@@ -91,18 +92,26 @@ def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float) -> d
 
 
 def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
-                 sample_rate: float) -> IngestResult:
-    """Store a validated, plan-checked batch; idempotent on the batch id."""
+                 sample_rate: float, writer: GroupWriter | None = None) -> IngestResult:
+    """Store a validated, plan-checked batch; idempotent on the batch id.
+
+    With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
+    ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone.
+    """
     now = utcnow()
     period = quota.period_of(now)
     decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, period)
     events = batch["events"]
     rows = [event_row(e, now, batch["timestamp"]) for e in events] if decision.keep else []
-    stored = store.store(store.BatchRows(
+    batch_rows = store.BatchRows(
         site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
         sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
-        period=period, shard=quota.shard()))
+        period=period, shard=quota.shard())
+    if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
+        stored = writer.store(batch_rows)
+    else:
+        stored = store.store(batch_rows)
     if not stored:
         tally.add(site.id, DUPLICATE)
         return IngestResult(count=store.first_count(site.id, batch["id"]), duplicate=True,

@@ -53,6 +53,46 @@ WITH new_batch AS (
 SELECT count(*) FROM new_batch
 """)
 
+# Several requests' batches in one statement (app.tracking.writer): the same steps as above,
+# over a JSON array of batches. Batch rows and usage rows are written in one order (site, key;
+# site, period, shard) so that two workers' concurrent groups lock them in the same order and
+# cannot deadlock; a shard row gets one upsert per group, with the group's sum.
+_PG_STORE_GROUP = PreparedStatement(
+    name="egis_store_group",
+    parameters=(("batches", "jsonb"),),
+    body="""
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset($1) AS b(
+        position integer, site_id integer, batch_key text, count integer,
+        received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
+        weight real, events jsonb, period text, shard smallint)
+), new_batch AS (
+    INSERT INTO batch (site_id, batch_key, event_count, received_at)
+    SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
+    ON CONFLICT (site_id, batch_key) DO NOTHING
+    RETURNING id, site_id, batch_key
+), kept AS (
+    SELECT input.*, new_batch.id AS batch_id
+    FROM input JOIN new_batch USING (site_id, batch_key)
+), stored AS (
+    INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
+                       page_url, page_title, referrer, properties, client_ts, sent_ts,
+                       occurred_at, received_at, weight)
+    SELECT k.site_id, k.batch_id, k.session_id, k.anonymous_id, k.user_id, e.type, e.name,
+           e.page_url, e.page_title, e.referrer, e.properties, e.client_ts, k.sent_ts,
+           e.occurred_at, k.received_at, k.weight
+    FROM kept AS k, jsonb_to_recordset(k.events) AS e(
+        type text, name text, page_url text, page_title text, referrer text,
+        properties jsonb, client_ts bigint, occurred_at timestamp)
+), counted AS (
+    INSERT INTO usage (site_id, period, shard, events)
+    SELECT site_id, period, shard, sum(count) FROM kept WHERE count > 0
+    GROUP BY site_id, period, shard ORDER BY site_id, period, shard
+    ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
+)
+SELECT position FROM kept
+""")
+
 
 @dataclass(frozen=True)
 class BatchRows:
@@ -88,6 +128,32 @@ def _store_postgres(rows: BatchRows) -> bool:
     }
     (inserted,) = _PG_STORE_BATCH.execute(params).fetchone()
     return inserted == 1
+
+
+def store_group(group: list[BatchRows]) -> list[bool]:
+    """Store several batches (each with a batch id) in one PostgreSQL statement.
+
+    The result says, batch by batch, whether it was stored (False: its id was already stored,
+    before or earlier in this group: the first copy in the group is the one stored). A group
+    of one takes the single-batch statement, so a lone request costs what it did before.
+    """
+    if len(group) == 1:
+        return [_store_postgres(group[0])]
+    firsts: dict[tuple[int, str | None], int] = {}
+    for position, rows in enumerate(group):
+        firsts.setdefault((rows.site_id, rows.batch_key), position)
+    batches = [_group_row(position, group[position]) for position in firsts.values()]
+    cursor = _PG_STORE_GROUP.execute({"batches": orjson.dumps(batches).decode()})
+    stored = {position for (position,) in cursor.fetchall()}
+    return [position in stored for position in range(len(group))]
+
+
+def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
+    return {"position": position, "site_id": rows.site_id, "batch_key": rows.batch_key,
+            "count": len(rows.events), "received_at": rows.received_at,
+            "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
+            "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
+            "events": rows.events, "period": rows.period, "shard": rows.shard}
 
 
 def _store_portable(rows: BatchRows) -> bool:

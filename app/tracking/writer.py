@@ -1,0 +1,73 @@
+"""Group commit: the batches that concurrent requests of one worker bring are stored together.
+
+A durable commit costs PostgreSQL about as much as inserting a small batch (bench/README.md);
+with one commit per request, a 1-event batch pays it in full. Here the threads of a worker
+queue their batches; whichever thread finds no commit in progress becomes the leader, takes
+every queued batch and stores them with one statement (store.store_group) on its own
+connection, then hands each request its own outcome and wakes the others. A batch queued while
+a commit runs goes into the next one, so a group grows with the load and a lone request waits
+for nobody. Every request answers only after the commit that carried its batch: a failed commit
+raises its error in exactly those requests (503 through app.errors), and no others.
+
+There is no writer thread: the leader is one of the waiting request threads, so nothing has to
+be started after gunicorn forks, and a worker without traffic has nothing running.
+"""
+import threading
+from collections.abc import Callable
+
+from app.tracking.store import BatchRows
+
+StoreGroup = Callable[[list[BatchRows]], list[bool]]
+
+# Larger batches store alone: their cost is in the rows, not the commit, and a group statement
+# carrying them was slower than their own (bench/README.md, 50-event batches: 10-13 thousand
+# events/s grouped against 16-19 thousand alone), and would delay the small batches waiting on it.
+MAX_GROUPED_EVENTS = 10
+
+
+class _Pending:
+    __slots__ = ("done", "error", "rows", "stored")
+
+    def __init__(self, rows: BatchRows) -> None:
+        self.rows = rows
+        self.done = False
+        self.stored = False
+        self.error: BaseException | None = None
+
+
+class GroupWriter:
+    """Stores batches of concurrent callers in shared commits; one per worker process."""
+
+    def __init__(self, store_group: StoreGroup) -> None:
+        self._store_group = store_group
+        self._changed = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._committing = False
+
+    def store(self, rows: BatchRows) -> bool:
+        """Store one batch; True if stored, False if its batch id was already stored."""
+        pending = _Pending(rows)
+        with self._changed:
+            self._queue.append(pending)
+            while self._committing and not pending.done:
+                self._changed.wait()
+            if not pending.done:
+                group, self._queue, self._committing = self._queue, [], True
+        if not pending.done:
+            self._commit(group)
+        if pending.error is not None:
+            raise pending.error
+        return pending.stored
+
+    def _commit(self, group: list[_Pending]) -> None:
+        try:
+            outcomes = self._store_group([pending.rows for pending in group])
+        except BaseException as error:  # even an interrupt: the waiting requests must wake
+            outcomes, failure = [False] * len(group), error
+        else:
+            failure = None
+        with self._changed:
+            for pending, stored in zip(group, outcomes, strict=True):
+                pending.stored, pending.error, pending.done = stored, failure, True
+            self._committing = False
+            self._changed.notify_all()

@@ -1,0 +1,169 @@
+"""Group commit (app.tracking.writer): concurrent batches share a commit, each request hears its
+own outcome, a failed commit fails exactly the batches it carried, a batch id is stored once."""
+import threading
+import time
+from collections import Counter
+
+import pytest
+from peewee import IntegrityError
+
+from app.tracking import store
+from app.tracking.quota import period_of, shard
+from app.tracking.writer import GroupWriter
+from models import database
+from models.site import utcnow
+from tests.conftest import BACKEND
+from tests.tracking.helpers import batch, db, dumps, post_live, stored_counts, tallies
+
+pytestmark = pytest.mark.skipif(BACKEND != "postgres",
+                                reason="group commit is PostgreSQL's (store.store_group)")
+
+
+@pytest.fixture
+def app(make_app):
+    """A connection per thread, as gunicorn's request threads hold them: a pool to match."""
+    return make_app(DB_MAX_CONNECTIONS=32)
+
+
+def rows(site_id: int, key: str, events: int = 2, type_: str | None = "pageview"
+         ) -> store.BatchRows:
+    now = utcnow()
+    return store.BatchRows(
+        site_id=site_id, batch_key=key, session_id="s", anonymous_id="a", user_id=None,
+        sent_ts=1, received_at=now, weight=1.0, period=period_of(now), shard=shard(),
+        events=[{"type": type_, "name": None, "page_url": "u", "page_title": None,
+                 "referrer": None, "properties": {"i": i}, "client_ts": 1, "occurred_at": now}
+                for i in range(events)])
+
+
+class HeldFirstCommit:
+    """store.store_group, whose first commit waits until the other callers have arrived.
+
+    The callers then queue behind it, so the next commit carries all of them together.
+    """
+
+    def __init__(self, callers: int) -> None:
+        self.callers = callers
+        self.arrived = 0
+        self.lock = threading.Lock()
+        self.groups: list[list[str | None]] = []
+        self.holding = threading.Event()
+
+    def arrive(self) -> None:
+        with self.lock:
+            self.arrived += 1
+
+    def __call__(self, group: list[store.BatchRows]) -> list[bool]:
+        if not self.holding.is_set():
+            self.holding.set()
+            while self.arrived < self.callers:
+                time.sleep(0.001)
+            time.sleep(0.2)  # from their arrival to their place in the writer's queue
+        self.groups.append([rows.batch_key for rows in group])
+        return store.store_group(group)
+
+
+def run_together(app, writer: GroupWriter, held: HeldFirstCommit,
+                 work: list[store.BatchRows]) -> list[bool | BaseException]:
+    """Each batch stored from its own thread (its own connection); the outcome or the error."""
+    outcomes: list[bool | BaseException] = [False] * len(work)
+
+    def run(index: int) -> None:
+        with app.app_context(), database.connection_context():
+            held.arrive()
+            try:
+                outcomes[index] = writer.store(work[index])
+            except Exception as error:  # the outcome under test
+                outcomes[index] = error
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(work))]
+    threads[0].start()
+    assert held.holding.wait(timeout=10)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes
+
+
+def test_concurrent_batches_with_duplicates_are_stored_once_each(app, std_site):
+    site_id = std_site.site.id
+    keys = [f"k{index % 7}" for index in range(24)]  # seven ids, each sent three or four times
+    held = HeldFirstCommit(len(keys))
+    writer = GroupWriter(held)
+    outcomes = run_together(app, writer, held, [rows(site_id, key) for key in keys])
+
+    assert max(len(group) for group in held.groups) > 1
+    assert Counter(key for key, stored in zip(keys, outcomes, strict=True) if stored is True) \
+        == Counter(set(keys))
+    assert all(outcome is False for outcome in outcomes if outcome is not True)
+    assert stored_counts(app) == {"events": 14, "batches": 7, "usage": 14}
+    with db(app):
+        assert {store.first_count(site_id, key) for key in keys} == {2}
+
+
+def test_a_failed_commit_fails_exactly_the_batches_it_carried(app, std_site):
+    site_id = std_site.site.id
+    work = [rows(site_id, "first"), *(rows(site_id, f"good-{index}") for index in range(6)),
+            rows(site_id, "broken", type_=None)]  # NOT NULL: the whole commit fails
+    held = HeldFirstCommit(len(work))
+    writer = GroupWriter(held)
+    outcomes = run_together(app, writer, held, work)
+
+    (failed_group,) = [group for group in held.groups if "broken" in group]
+    assert len(failed_group) > 1
+    for batch_rows, outcome in zip(work, outcomes, strict=True):
+        if batch_rows.batch_key in failed_group:
+            assert isinstance(outcome, IntegrityError)
+        else:
+            assert outcome is True
+    stored = len(work) - len(failed_group)
+    assert stored_counts(app) == {"events": 2 * stored, "batches": stored, "usage": 2 * stored}
+    # The writer goes on: a retried batch is stored.
+    with app.app_context(), database.connection_context():
+        assert writer.store(rows(site_id, "retried")) is True
+    assert stored_counts(app)["batches"] == stored + 1
+
+
+def test_a_lone_batch_is_stored_by_its_own_thread(app, std_site):
+    writer = GroupWriter(store.store_group)
+    with app.app_context(), database.connection_context():
+        assert writer.store(rows(std_site.site.id, "alone", events=3)) is True
+        assert writer.store(rows(std_site.site.id, "alone", events=3)) is False
+    assert stored_counts(app) == {"events": 3, "batches": 1, "usage": 3}
+
+
+@pytest.mark.slow
+def test_racing_requests_in_gthread_workers_store_each_batch_once(start_gunicorn, app,
+                                                                   std_site):
+    """Two gthread workers of four threads (group commit on): copies of eight batches at once."""
+    server = start_gunicorn(workers=2, deploy_config=True)
+    headers = std_site.write_headers()
+    bodies = [dumps(batch(index + 1)) for index in range(8)]
+    sends = [bodies[index % 8] for index in range(24)]
+    answers: list[tuple[int, dict]] = [(0, {})] * len(sends)
+    barrier = threading.Barrier(len(sends))
+
+    def send(index: int) -> None:
+        barrier.wait(timeout=10)
+        status, _headers, payload = post_live(server.url, sends[index], headers)
+        answers[index] = (status, payload)
+
+    threads = [threading.Thread(target=send, args=(index,)) for index in range(len(sends))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert [status for status, _ in answers] == [200] * len(sends), answers
+    for index, body in enumerate(bodies):
+        mine = [payload for (_, payload), sent in zip(answers, sends, strict=True)
+                if sent == body]
+        assert sorted(mine, key=len) == [
+            {"success": True, "count": index + 1},
+            {"success": True, "count": index + 1, "duplicate": True},
+            {"success": True, "count": index + 1, "duplicate": True}]
+    stored = sum(range(1, 9))
+    assert stored_counts(app) == {"events": stored, "batches": 8, "usage": stored}
+    assert tallies(app) == {"duplicate": 16}
+    assert "Traceback" not in server.log()
