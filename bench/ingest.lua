@@ -12,6 +12,14 @@ local bodies_path = os.getenv("EGIS_BODIES")
 local index_path = os.getenv("EGIS_BODY_INDEX")
 local thread_count = tonumber(os.getenv("EGIS_WRK_THREADS") or "1")
 local bodies = {}
+-- With EGIS_DELAY_MS, each connection waits that long after each answer: a lighter, steadier
+-- load than wrk's flat-out default (bench/ingest.py's half-peak latency).
+local delay_ms = tonumber(os.getenv("EGIS_DELAY_MS") or "")
+if delay_ms then
+  function delay()
+    return delay_ms
+  end
+end
 
 local function make_events(n)
   local events = {}

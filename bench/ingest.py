@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg2
@@ -36,8 +39,12 @@ PORT = 8765
 
 
 
-def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str) -> dict[str, str]:
-    """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua."""
+def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str,
+                      uuid_ids: bool = False) -> dict[str, str]:
+    """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua.
+
+    The ids are `run-number`, or random UUIDs as the tracker sends them with `uuid_ids`.
+    """
     events = [{"type": "pageview", "timestamp": 1763700000000,
                "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
                "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
@@ -46,8 +53,9 @@ def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str) -> d
     offset = 0
     with open(bodies_path, "wb") as bodies, open(index_path, "w") as index:
         for number in range(count):
+            batch_id = str(uuid.uuid4()) if uuid_ids else f"{run}-{number}"
             body = gzip.compress(json.dumps({
-                "id": f"{run}-{number}", "sessionId": f"s-{run}-{number % 100}",
+                "id": batch_id, "sessionId": f"s-{run}-{number % 100}",
                 "anonymousId": f"a-{run}", "timestamp": 1763700001000, "compressed": True,
                 "events": events}).encode(), compresslevel=6)
             bodies.write(body)
@@ -56,22 +64,30 @@ def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str) -> d
     return {"EGIS_BODIES": bodies_path, "EGIS_BODY_INDEX": index_path}
 
 
-def worker_peak_rss_mib(master_pid: int) -> list[float]:
-    """Peak resident set (VmHWM) of each gunicorn worker, the master's children."""
-    peaks = []
+def worker_memory_mib(master_pid: int) -> list[dict[str, float]]:
+    """Each worker's (the master's children's) memory in MiB: peak resident set (`VmHWM`, shared
+    pages of the preloaded app included), and now its proportional (`Pss`: shared pages divided
+    among the processes that share them) and unique set (`Private_*`: what stopping it frees)."""
+    workers = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/status") as status:
                 fields = dict(line.split(":", 1) for line in status if ":" in line)
+            if int(fields["PPid"]) != master_pid or "VmHWM" not in fields:
+                continue
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                sizes = {name: int(value.split()[0]) for name, value in
+                         (line.split(":", 1) for line in rollup if line.endswith("kB\n"))}
         except OSError:
             continue
-        if int(fields["PPid"]) == master_pid and "VmHWM" in fields:
-            peaks.append(int(fields["VmHWM"].split()[0]) / 1024)
-    return sorted(peaks)
+        workers.append({"peak_rss": int(fields["VmHWM"].split()[0]) / 1024,
+                        "pss": sizes["Pss"] / 1024,
+                        "uss": (sizes["Private_Clean"] + sizes["Private_Dirty"]) / 1024})
+    return sorted(workers, key=lambda worker: worker["peak_rss"])
 
 
-def stored_events() -> int:
-    connection = psycopg2.connect(DB_URL)
+def stored_events(url: str = DB_URL) -> int:
+    connection = psycopg2.connect(url)
     cursor = connection.cursor()
     cursor.execute("SELECT count(*) FROM event")
     (count,) = cursor.fetchone()
@@ -79,12 +95,22 @@ def stored_events() -> int:
     return count
 
 
-def cpu_ticks() -> dict[str, int]:
-    """CPU time (clock ticks, user + system) of gunicorn, PostgreSQL, wrk and the machine."""
+SERVER_COMMANDS = ("gunicorn", "granian", "nginx")
+MS_PER_UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+# A PostgreSQL client backend's title: "postgres: <cluster>: <user> <database> <host>(<port>) ..."
+BACKEND_TITLE = re.compile(r"postgres: .*?: \S+ (\S+) (?:\[local\]|[0-9a-f.:]+\(\d+\))")
+
+
+def cpu_ticks(database: str | None = None) -> dict[str, int]:
+    """CPU time (clock ticks, user + system) of each web server (by command line), PostgreSQL,
+    wrk and the machine. With `database`, backends serving other databases (other people's
+    work on a shared server) are left out of PostgreSQL's share."""
     postgres_uid = pwd.getpwnam("postgres").pw_uid
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk, once it has been waited for
-    totals = {"gunicorn": 0, "postgres": 0,
-              "wrk": round((children.ru_utime + children.ru_stime) * os.sysconf("SC_CLK_TCK"))}
+    totals = dict.fromkeys((*SERVER_COMMANDS, "postgres"), 0)
+    totals["wrk"] = round((children.ru_utime + children.ru_stime) * os.sysconf("SC_CLK_TCK"))
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmd:
@@ -94,10 +120,13 @@ def cpu_ticks() -> dict[str, int]:
         except OSError:
             continue
         used = int(fields[11]) + int(fields[12])
-        if "gunicorn" in command:
-            totals["gunicorn"] += used
+        server = next((name for name in SERVER_COMMANDS if name in command), None)
+        if server:
+            totals[server] += used
         elif uid == postgres_uid:
-            totals["postgres"] += used
+            backend = BACKEND_TITLE.match(command)
+            if database is None or backend is None or backend.group(1) == database:
+                totals["postgres"] += used
     with open("/proc/stat") as stat:
         cpu = list(map(int, stat.readline().split()[1:]))
     totals["busy"] = sum(cpu) - cpu[3] - cpu[4]
@@ -110,94 +139,164 @@ def flask(*args: str, env: dict[str, str]) -> str:
                           capture_output=True, text=True).stdout
 
 
+@contextmanager
+def serving(server: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """The server, stopped (SIGTERM, then waited for) when the block ends, however it ends."""
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     """gunicorn with deploy/gunicorn.conf.py (GUNICORN_BIND in `env`), once it answers."""
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
                                "--no-control-socket", "wsgi:app"], cwd=ROOT, env=env)
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.2)
+    wait_for(f"http://127.0.0.1:{port}/healthz")
     return server
 
 
+def wait_for(url: str) -> None:
+    """Poll `url` until it answers (30 s at most)."""
+    for _ in range(150):
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer")
+
+
 def wrk(path: str, duration: int, connections: int, threads: int,
-        script_env: dict[str, str] | None = None, script: str | None = None) -> dict[str, float]:
+        script_env: dict[str, str] | None = None, script: str | None = None,
+        port: int = PORT, database: str | None = None) -> dict[str, float]:
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency"]
     if script:
         command += ["-s", script]
-    command.append(f"http://127.0.0.1:{PORT}{path}")
-    before = cpu_ticks()
+    command.append(f"http://127.0.0.1:{port}{path}")
+    before = cpu_ticks(database)
     output = subprocess.run(command, env={**os.environ, **(script_env or {})}, check=True,
                             capture_output=True, text=True).stdout
-    after = cpu_ticks()
+    after = cpu_ticks(database)
     requests = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(\w+)", output)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     total = int(re.search(r"(\d+) requests in", output).group(1))
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     per_request = {name: (after[name] - before[name]) * tick_ms / total
-                   for name in ("gunicorn", "postgres", "wrk")}
+                   for name in (*SERVER_COMMANDS, "postgres", "wrk")}
     return {"rps": requests, "p99": f"{p99.group(1)}{p99.group(2)}" if p99 else "?",
+            "p99_ms": float(p99.group(1)) * MS_PER_UNIT[p99.group(2)] if p99 else float("nan"),
             "non2xx": int(errors.group(1)) if errors else 0, "cpu": per_request,
             "busy": (after["busy"] - before["busy"]) / (after["all"] - before["all"])}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
+def spread(values: list[float], pattern: str = "{:,.0f}") -> str:
+    """Figures over several runs: their one value, or their range."""
+    low, high = pattern.format(min(values)), pattern.format(max(values))
+    return low if low == high else f"{low} – {high}"
+
+
+def bench_env(db_url: str, port: int, workers: int, threads: int) -> dict[str, str]:
+    """The server's environment: the bench database, rate limits out of the load's reach."""
+    return {**os.environ, "DATABASE_URL": db_url, "FLASK_APP": "wsgi.py",
+            "EGIS_RATE_LIMIT_KEY": '"100000000/minute"',
+            "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
+            "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers),
+            "GUNICORN_THREADS": str(threads), "GUNICORN_LOGLEVEL": "warning"}
+
+
+def create_bench_site(db_name: str, env: dict[str, str], commit_delay: int = 0) -> str:
+    """A fresh database `db_name`, migrated, with a pro site and no quota in reach; its write
+    key."""
+    admin(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
+    admin(f"CREATE DATABASE {db_name}")
+    if commit_delay:
+        admin(f"ALTER DATABASE {db_name} SET commit_delay = {commit_delay}")
+        admin(f"ALTER DATABASE {db_name} SET commit_siblings = 1")
+    flask("db", "upgrade", env=env)
+    flask("sites", "create", "bench.example", "--plan", "pro", "--monthly-quota", "2000000000",
+          env=env)
+    return flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
+
+
+LOADS = ((50, False), (5, True), (1, False))  # events per batch, gzip-compressed
+# The tracker's batches: their latency is also measured at about half of their peak rate.
+SMALL_BATCH = 5
+
+
+Row = tuple[str, float, float | None, dict]
+
+
+def post_batches(port: int, key: str, db_url: str, args: argparse.Namespace, scratch: str,
+                 per_batch: int, compressed: bool, delay_ms: float | None = None) -> Row:
+    """wrk posting new batches of `per_batch` events; with `delay_ms`, each connection pauses
+    that long between requests."""
+    run = f"{per_batch}-{time.time_ns()}"
+    script_env = {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch), "EGIS_RUN": run,
+                  "EGIS_WRK_THREADS": str(args.threads)}
+    if compressed:
+        script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run)
+    if delay_ms is not None:
+        script_env["EGIS_DELAY_MS"] = f"{delay_ms:.3f}"
+    before = stored_events(db_url)
+    started = time.monotonic()
+    result = wrk("/api/events", args.duration, args.connections, args.threads,
+                 script_env, str(ROOT / "bench" / "ingest.lua"), port=port,
+                 database=db_url.rsplit("/", 1)[1])
+    elapsed = time.monotonic() - started
+    stored = (stored_events(db_url) - before) / elapsed
+    label = f"{per_batch}-event batches" + (", gzip" if compressed else "")
+    if delay_ms is not None:
+        label += ", at half of peak"
+    return f"POST /api/events, {label}", result["rps"], stored, result
+
+
+def measure_loads(port: int, key: str, db_url: str, args: argparse.Namespace,
+                  scratch: str) -> list[Row]:
+    """The no-op, then each of LOADS flat out, then the small ones at about half of the rate
+    they reached (each connection pausing between requests), against the server on `port`."""
+    noop = wrk("/healthz", args.duration, args.connections, args.threads, port=port)
+    rows = [("GET /healthz (no-op baseline)", noop["rps"], None, noop)]
+    rows += [post_batches(port, key, db_url, args, scratch, per_batch, compressed)
+             for per_batch, compressed in LOADS]
+    for (per_batch, compressed), (_, peak, _, _) in zip(LOADS, rows[1:], strict=True):
+        if per_batch <= SMALL_BATCH:
+            # Half the rate is a cycle of twice the latency at peak (connections / peak, by
+            # Little's law) per connection; an answer at half load takes about half of that.
+            pause_ms = 1.5 * 1000 * args.connections / peak
+            rows.append(post_batches(port, key, db_url, args, scratch, per_batch, compressed,
+                                     delay_ms=pause_ms))
+    return rows
+
+
+def load_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--worker-threads", type=int, default=4,
-                        help="gunicorn threads per worker")
+                        help="threads per worker")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    load_arguments(parser)
     parser.add_argument("--commit-delay", type=int, default=0,
                         help="PostgreSQL commit_delay (microseconds) for the bench database, "
                              "with commit_siblings 1")
     args = parser.parse_args()
 
-    admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-    admin(f"CREATE DATABASE {DB_NAME}")
-    if args.commit_delay:
-        admin(f"ALTER DATABASE {DB_NAME} SET commit_delay = {args.commit_delay}")
-        admin(f"ALTER DATABASE {DB_NAME} SET commit_siblings = 1")
-    env = {**os.environ, "DATABASE_URL": DB_URL, "FLASK_APP": "wsgi.py",
-           "EGIS_RATE_LIMIT_KEY": '"100000000/minute"', "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
-           "GUNICORN_BIND": f"127.0.0.1:{PORT}", "GUNICORN_WORKERS": str(args.workers),
-           "GUNICORN_THREADS": str(args.worker_threads),
-           "GUNICORN_LOGLEVEL": "warning"}
-    flask("db", "upgrade", env=env)
-    flask("sites", "create", "bench.example", "--plan", "pro", "--monthly-quota", "2000000000",
-          env=env)
-    key = flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
-
+    env = bench_env(DB_URL, PORT, args.workers, args.worker_threads)
+    key = create_bench_site(DB_NAME, env, args.commit_delay)
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
-    server = start_gunicorn(env, PORT)
     try:
-        time.sleep(2)  # let every worker finish warming up
-        rows = []
-        noop = wrk("/healthz", args.duration, args.connections, args.threads)
-        rows.append(("GET /healthz (no-op baseline)", noop["rps"], None, noop))
-        for per_batch, compressed in ((50, False), (5, True), (1, False)):
-            run = f"{per_batch}-{int(time.time())}"
-            script_env = {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch), "EGIS_RUN": run,
-                          "EGIS_WRK_THREADS": str(args.threads)}
-            if compressed:
-                script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run)
-            before = stored_events()
-            started = time.monotonic()
-            result = wrk("/api/events", args.duration, args.connections, args.threads,
-                         script_env, str(ROOT / "bench" / "ingest.lua"))
-            elapsed = time.monotonic() - started
-            stored = (stored_events() - before) / elapsed
-            label = f"{per_batch}-event batches" + (", gzip" if compressed else "")
-            rows.append((f"POST /api/events, {label}", result["rps"], stored, result))
-        peaks = worker_peak_rss_mib(server.pid)
+        with serving(start_gunicorn(env, PORT)) as server:
+            time.sleep(2)  # let every worker finish warming up
+            rows = measure_loads(PORT, key, DB_URL, args, scratch)
+            memory = worker_memory_mib(server.pid)
     finally:
-        server.terminate()
-        server.wait(timeout=20)
         shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"\n{args.workers} gunicorn workers x {args.worker_threads} threads, "
@@ -207,13 +306,16 @@ def main() -> None:
     print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
           "| CPU ms/request: gunicorn / PostgreSQL / wrk | machine busy |")
     print("|---|---|---|---|---|---|---|---|")
+    noop = rows[0][3]
     for name, rps, stored, result in rows:
         stored_text = f"{stored:,.0f}" if stored is not None else "-"
         cpu = result["cpu"]
         print(f"| {name} | {rps:,.0f} | {rps / noop['rps']:.2f} | {stored_text} | "
               f"{result['p99']} | {result['non2xx']} | {cpu['gunicorn']:.2f} / "
               f"{cpu['postgres']:.2f} / {cpu['wrk']:.2f} | {result['busy']:.0%} |")
-    print("\npeak RSS per worker (MiB): " + ", ".join(f"{peak:.0f}" for peak in peaks))
+    print("\nper worker, MiB (peak RSS / PSS / unique at the end): " + ", ".join(
+        f"{worker['peak_rss']:.0f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+        for worker in memory))
 
 
 if __name__ == "__main__":

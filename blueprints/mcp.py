@@ -4,12 +4,15 @@ Only a server key of the site may call it (a write key gets 403, no key 401), an
 reads that key's site alone. The JSON-RPC layer is app.agent.protocol, the tool catalogue
 app.agent.tools; the queries, and the definitions of visitor, session, bounce and the rest, are
 app.analytics. This module is the route: key, rate limit, Accept check, and the answer.
+
+The agent layer is imported on the first call, not with the app: it brings the mcp SDK and
+pydantic, 37 MiB of every worker's memory and half a second of its start (bench/README.md,
+"Memory per worker"), which a worker that only ingests never uses.
 """
 from flask import Blueprint, Response, g, request
 from marshmallow import EXCLUDE, Schema, fields, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.agent.tools import MCP
 from app.auth import require_key
 from app.bodies import raw_body
 from app.errors import MESSAGES, ApiError, render
@@ -100,6 +103,8 @@ def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "
                             "(Accept: application/json, text/event-stream).")
+    from app.agent.tools import MCP
+
     headers = {name.lower(): value for name, value in request.headers.items()}
     reply = MCP.handle(raw_body(), headers, g.site)
     if reply.body is None:

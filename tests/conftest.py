@@ -3,6 +3,9 @@
 EGIS_TEST_DB=postgres (default) creates a fresh database `egis_test_<pid>` through
 EGIS_TEST_PG_ADMIN_URL (default postgresql://postgres@127.0.0.1:5432/postgres) and drops it at
 the end; EGIS_TEST_DB=sqlite uses a temporary file. Every test starts from empty tables.
+
+The tests that start a real server start gunicorn, or granian with EGIS_TEST_WSGI=granian
+(`launch_server`, `start_server`).
 """
 import os
 import socket
@@ -31,10 +34,13 @@ BACKEND = os.environ.get("EGIS_TEST_DB", "postgres")
 REDIS_URL = "redis://127.0.0.1:6379"  # the machine's shared Redis
 PG_ADMIN_URL = os.environ.get("EGIS_TEST_PG_ADMIN_URL",
                               "postgresql://postgres@127.0.0.1:5432/postgres")
+WSGI_SERVER = os.environ.get("EGIS_TEST_WSGI", "gunicorn")
+if WSGI_SERVER not in ("gunicorn", "granian"):
+    raise pytest.UsageError(f"EGIS_TEST_WSGI={WSGI_SERVER}: use gunicorn or granian")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"egis test database backend: {BACKEND}"
+    return f"egis test database backend: {BACKEND}; live servers: {WSGI_SERVER}"
 
 
 def _admin(sql: str) -> None:
@@ -178,35 +184,63 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
 
-def launch_gunicorn(database_url: str, log_dir: Path, workers: int = 2,
-                    env: dict[str, str] | None = None, deploy_config: bool = False) -> LiveServer:
-    """Start a real gunicorn on `database_url` and wait until it answers; the caller stops it
-    (`stop_gunicorn`). `deploy_config`: with deploy/gunicorn.conf.py (gthread, preload, hooks)."""
-    port = free_port()
-    config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
-    log_path = log_dir / f"gunicorn-{port}.log"
+def server_command(port: int, workers: int, deploy_config: bool) -> list[str]:
+    """EGIS_TEST_WSGI's server on 127.0.0.1:`port` serving wsgi:app, access log on, everything
+    to stdout. `deploy_config`: as deployed (deploy/gunicorn.conf.py, deploy/granian_server.py)."""
+    if WSGI_SERVER == "gunicorn":
+        config = ["-c", str(ROOT / "deploy" / "gunicorn.conf.py")] if deploy_config else []
+        return [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
+                f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
+                "--no-control-socket", "wsgi:app"]
+    options = ["--workers", str(workers), "--host", "127.0.0.1", "--port", str(port),
+               "--access-log"]
+    if deploy_config:
+        return [sys.executable, str(ROOT / "deploy" / "granian_server.py"), *options]
+    # One app thread per worker, like gunicorn's default sync workers.
+    return [sys.executable, "-m", "granian", "--interface", "wsgi", "--blocking-threads", "1",
+            *options, "wsgi:app"]
+
+
+def launch(command: list[str], port: int, database_url: str, log_path: Path,
+           env: dict[str, str] | None = None, granian_workers: int = 0) -> LiveServer:
+    """Run `command` (a server on 127.0.0.1:`port`) from the repository root on `database_url`,
+    its output in `log_path`, and wait until it answers (and, for granian, until its log says
+    that `granian_workers` workers have started); the caller stops it (`stop_server`)."""
     process_env = {**os.environ, "DATABASE_URL": database_url, **(env or {})}
     with log_path.open("wb") as log_file:  # the child keeps its own descriptor
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", *config, "-w", str(workers), "-b",
-             f"127.0.0.1:{port}", "--access-logfile", "-", "--error-logfile", "-",
-             "--no-control-socket", "wsgi:app"],
-            cwd=ROOT, env=process_env, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=log_file,
+                                   stderr=subprocess.STDOUT)
     server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"{server.url}/healthz", timeout=1):
-                return server
+                pass
         except OSError:
             if process.poll() is not None:
                 break
             time.sleep(0.1)
-    stop_gunicorn(server)
-    raise RuntimeError(f"gunicorn did not start:\n{server.log()}")
+            continue
+        # granian answers as soon as one worker has loaded the app; a worker still loading it
+        # when the test ends would not hear the SIGTERM that stops the server.
+        if server.log().count("Started worker-") >= granian_workers:
+            return server
+        time.sleep(0.1)
+    stop_server(server)
+    raise RuntimeError(f"{' '.join(command)} did not start:\n{server.log()}")
 
 
-def stop_gunicorn(server: LiveServer) -> None:
+def launch_server(database_url: str, log_dir: Path, workers: int = 2,
+                  env: dict[str, str] | None = None, deploy_config: bool = False) -> LiveServer:
+    """Start a real server (EGIS_TEST_WSGI's) on `database_url` and wait until it answers; the
+    caller stops it (`stop_server`). `deploy_config`: as deployed."""
+    port = free_port()
+    return launch(server_command(port, workers, deploy_config), port,
+                  database_url, log_dir / f"{WSGI_SERVER}-{port}.log", env,
+                  granian_workers=workers if WSGI_SERVER == "granian" else 0)
+
+
+def stop_server(server: LiveServer) -> None:
     server.process.terminate()
     try:
         server.process.wait(timeout=10)
@@ -216,17 +250,17 @@ def stop_gunicorn(server: LiveServer) -> None:
 
 
 @pytest.fixture
-def start_gunicorn(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
-    """Start a real gunicorn on the test database (see `launch_gunicorn`); stopped by PID
+def start_server(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
+    """Start a real WSGI server on the test database (see `launch_server`); stopped by PID
     after the test."""
     started: list[LiveServer] = []
 
     def start(workers: int = 2, env: dict[str, str] | None = None,
               deploy_config: bool = False) -> LiveServer:
-        server = launch_gunicorn(migrated, tmp_path, workers, env, deploy_config)
+        server = launch_server(migrated, tmp_path, workers, env, deploy_config)
         started.append(server)
         return server
 
     yield start
     for server in started:
-        stop_gunicorn(server)
+        stop_server(server)

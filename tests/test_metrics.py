@@ -1,5 +1,5 @@
 """/metrics: the exact Prometheus content type, the series, and sums that are right across two
-gunicorn workers; the multiprocess directory is gone when gunicorn exits."""
+workers of the deployed server; the multiprocess directory is gone when it exits."""
 import json
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -61,13 +61,13 @@ def _send(server_url: str, body: bytes, headers: dict[str, str], path: str) -> i
 
 
 @pytest.mark.slow
-def test_two_workers_add_up_and_the_directory_goes_with_gunicorn(
-        start_gunicorn, make_site, tmp_path: Path):
+def test_two_workers_add_up_and_the_directory_goes_with_the_server(
+        start_server, make_site, tmp_path: Path):
     std = make_site("std.example", "standard")
     full = make_site("full.example", "standard", monthly_quota=0)  # every session sampled
     temp = tmp_path / "tmp"
     temp.mkdir()
-    server = start_gunicorn(workers=2, deploy_config=True, env={
+    server = start_server(workers=2, deploy_config=True, env={
         "TMPDIR": str(temp), "EGIS_SAMPLE_RATE": "0", "GUNICORN_THREADS": "2"})
     [metrics_dir] = temp.glob("egis-metrics-*")
 
@@ -116,7 +116,7 @@ def test_two_workers_add_up_and_the_directory_goes_with_gunicorn(
     assert value(scrape, "egis_rejected_requests_total", reason="rejected_400") == 3
 
 
-    server.process.terminate()  # by PID: gunicorn's graceful shutdown, then its on_exit hook
+    server.process.terminate()  # by PID: a graceful shutdown, then the directory goes
     assert server.process.wait(timeout=20) == 0, server.log()
     assert not metrics_dir.exists()
     assert list(temp.iterdir()) == []

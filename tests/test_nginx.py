@@ -1,5 +1,6 @@
-"""deploy/nginx.conf, as shipped, run by Debian's nginx in front of gunicorn (2 workers, Redis
-limits, EGIS_TRUSTED_PROXIES=1), on free loopback ports; everything stopped by PID.
+"""deploy/nginx.conf, as shipped, run by Debian's nginx in front of the deployed server
+(gunicorn, or granian with EGIS_TEST_WSGI=granian; 2 workers, Redis limits,
+EGIS_TRUSTED_PROXIES=1), on free loopback ports; everything stopped by PID.
 
 Clients connect from other loopback addresses (127.0.0.2, 127.0.0.3, ...) than nginx's own
 (127.0.0.1), so a limit that counted nginx's address instead of the client's would show.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REDIS_URL, ROOT, free_port
+from tests.conftest import REDIS_URL, ROOT, WSGI_SERVER, LiveServer, free_port
 from tests.tracking.helpers import CHROME_UA, batch, dumps, stored_counts, tallies
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -120,7 +121,7 @@ http {{
 @dataclass
 class Stack:
     nginx: Nginx
-    gunicorn: object
+    upstream: LiveServer
     site: object
 
     def post_events(self, body: bytes, source: str = "127.0.0.2", port: int | None = None,
@@ -131,10 +132,10 @@ class Stack:
 
 
 @pytest.fixture
-def stack(start_gunicorn, std_site, redis_prefix, tmp_path) -> Stack:
+def stack(start_server, std_site, redis_prefix, tmp_path) -> Stack:
     if not Path(NGINX).exists():
         pytest.fail("nginx is not installed: `bash .ci/run` installs it (apt-get install nginx)")
-    server = start_gunicorn(workers=2, env={
+    server = start_server(workers=2, deploy_config=True, env={
         "EGIS_TRUSTED_PROXIES": "1", "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL,
         "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix, "EGIS_RATE_LIMIT_IP": "3/minute"})
     nginx = Nginx(tmp_path / "nginx", server.url.removeprefix("http://"))
@@ -182,30 +183,50 @@ def test_bodies_gzip_passes_through_and_every_413_is_json(app, stack):
     assert stored_counts(app)["events"] == 3
 
 
-def _raw(port: int, data: bytes) -> bytes:
+def _raw(port: int, data: bytes) -> Answer:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(data)
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
-    return b"".join(chunks)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, value in
+               (line.split(": ", 1) for line in header_lines)}
+    return Answer(int(status_line.split()[1]), headers, body)
+
+
+def _request(*lines: bytes) -> bytes:
+    return b"\r\n".join([*lines, b"Connection: close", b"", b""])
 
 
 def test_every_error_nginx_answers_is_json(stack):
     port = stack.nginx.port
+    get = b"GET /api/validate HTTP/1.1"
     cases = {
         "uri-too-long": (send(port, "GET", "/" + "a" * 10_000), 414),
         "header-too-large": (send(port, "GET", "/healthz", headers={"X-Big": "b" * 10_000}), 400),
         "metrics-from-outside": (send(port, "GET", "/metrics"), 403),
         "internal-error-page": (send(port, "GET", "/_egis_error"), 404),
+        "two-hosts": (_raw(port, _request(b"GET / HTTP/1.1", b"Host: a", b"Host: b")), 400),
+        "not-http": (_raw(port, _request(b"GARBAGE", b"Host: a")), 400),
+        "http-9": (_raw(port, _request(b"GET / HTTP/9.9", b"Host: a")), 505),
+        "transfer-encoding-gzip": (_raw(port, _request(
+            b"POST /api/events HTTP/1.1", b"Host: a", b"Transfer-Encoding: gzip")), 501),
+        # Sent to the server directly, refused by it (JSON from gunicorn, an empty body from
+        # granian, which passes the 100 KB header on to egis): nginx refuses them first.
+        "100-KB-header": (_raw(port, _request(get, b"Host: a", b"X-API-Key: " + b"A" * 100_000)),
+                          400),
+        "carriage-return-in-header": (_raw(port, _request(get, b"Host: a",
+                                                          b"X-API-Key: egis_x\rX: 1")), 400),
+        "nul-in-header": (_raw(port, _request(get, b"Host: a", b"X-API-Key: egis_\0x")), 400),
+        "folded-header": (_raw(port, _request(get, b"Host: a", b"X-API-Key: egis_x", b" y")),
+                          400),
     }
     for name, (answer, status) in cases.items():
         assert answer.status == status, name
         assert set(answer.json()) == {"error"}, name
-    raw = _raw(port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
-    head, _, body = raw.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 400") and b"Content-Type: application/json" in head
-    assert json.loads(body) == {"error": "The request is malformed."}
+    assert cases["two-hosts"][0].json() == {"error": "The request is malformed."}
 
     # egis's own errors pass through untouched; Prometheus scrapes from the host itself.
     answer = send(port, "GET", "/nope")
@@ -215,12 +236,24 @@ def test_every_error_nginx_answers_is_json(stack):
     assert scrape.status == 200
     assert scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
 
-    stack.gunicorn.process.terminate()  # by PID: egis goes away behind nginx
-    stack.gunicorn.process.wait(timeout=20)
+    stack.upstream.process.terminate()  # by PID: egis goes away behind nginx
+    stack.upstream.process.wait(timeout=20)
     answer = stack.post_events(dumps(batch()))
     assert answer.status == 502 and answer.headers["retry-after"] == "5"
     assert answer.json() == {"error": "The service is unavailable; nothing was stored, retry "
                                       "later."}
+
+
+def test_more_header_fields_than_the_server_reads_are_refused(stack):
+    """nginx counts no header fields: over 100 reach the server, which refuses them with 431,
+    in JSON from deploy/gunicorn.conf.py; granian's answer has an empty body (README)."""
+    pads = [f"X-Pad-{number}: {number}".encode() for number in range(200)]
+    answer = _raw(stack.nginx.port, _request(b"GET /api/validate HTTP/1.1", b"Host: a", *pads))
+    assert answer.status == 431
+    if WSGI_SERVER == "gunicorn":
+        assert set(answer.json()) == {"error"}
+    else:
+        assert answer.body == b"" and "content-type" not in answer.headers
 
 
 def test_the_request_id_is_nginxs_in_both_logs(stack):
@@ -232,7 +265,7 @@ def test_the_request_id_is_nginxs_in_both_logs(stack):
         time.sleep(0.05)
     assert request_id in access_log.read_text()
     assert "127.0.0.2" not in access_log.read_text()
-    lines = [json.loads(line) for line in stack.gunicorn.log().splitlines()
+    lines = [json.loads(line) for line in stack.upstream.log().splitlines()
              if line.startswith("{")]
     assert any(line.get("request_id") == request_id for line in lines)
 
@@ -244,8 +277,8 @@ def test_tracker_js_is_served_from_nginxs_cache(stack):
     assert first.status == 200 and first.headers["x-cache-status"] in ("MISS", "EXPIRED")
     second = send(stack.nginx.port, "GET", "/tracker.js")
     assert second.headers["x-cache-status"] == "HIT" and second.body == first.body
-    stack.gunicorn.process.terminate()  # by PID: the cached copy still serves
-    stack.gunicorn.process.wait(timeout=20)
+    stack.upstream.process.terminate()  # by PID: the cached copy still serves
+    stack.upstream.process.wait(timeout=20)
     third = send(stack.nginx.port, "GET", "/tracker.js")
     assert third.status == 200 and third.body == first.body
     first_party = send(stack.nginx.site_port, "GET", "/stats/tracker.js")

@@ -121,15 +121,16 @@ def test_prune_needs_a_whole_number_of_months(app, months):
     assert result.exit_code == 2 and "--older-than" in result.output
 
 
-def test_prune_runs_safely_beside_live_ingest(start_gunicorn, app, std_site):
-    """Ingest through a real gunicorn keeps answering 200 and storing every event while a
+@pytest.mark.slow
+def test_prune_runs_safely_beside_live_ingest(start_server, app, std_site):
+    """Ingest through a real server keeps answering 200 and storing every event while a
     prune deletes a few thousand old rows, many small transactions of them."""
     old = month_start(utcnow(), -2) - timedelta(days=1)
     with db(app):
         Event.insert_many([{"site_id": std_site.site.id, "type": "pageview",
                             "occurred_at": old, "received_at": old}
                            for _ in range(3000)]).execute()
-    server = start_gunicorn(workers=2)
+    server = start_server(workers=2)
     statuses: list[int] = []
     stop = threading.Event()
 

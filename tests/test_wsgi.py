@@ -1,8 +1,11 @@
-"""The deployable shape: configuration from the environment, `wsgi:app` under a real gunicorn,
-and the operations endpoints."""
+"""The deployable shape: configuration from the environment, `wsgi:app` under a real server
+(gunicorn, or granian with EGIS_TEST_WSGI=granian), both deployments as shipped, and the
+operations endpoints."""
 import json
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -11,6 +14,8 @@ from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
 from app.db import make_database
+from tests.conftest import ROOT, WSGI_SERVER, free_port, launch
+from tests.test_metrics import samples, value
 from tests.tracking.helpers import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
 
 
@@ -90,8 +95,8 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
 
 
 @pytest.mark.slow
-def test_wsgi_app_under_gunicorn(start_gunicorn, std_site):
-    server = start_gunicorn(workers=2)
+def test_wsgi_app_under_a_real_server(start_server, std_site):
+    server = start_server(workers=2)
     assert _get(f"{server.url}/readyz") == (
         200, {"status": "ready", "database": "up", "rateLimitStore": "up"})
     for headers in (std_site.write_headers(), std_site.server_headers()):
@@ -107,10 +112,12 @@ def test_wsgi_app_under_gunicorn(start_gunicorn, std_site):
 
 
 @pytest.mark.slow
-def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_gunicorn, std_site):
+@pytest.mark.skipif(WSGI_SERVER == "granian", reason="deploy/gunicorn.conf.py: gunicorn's worker "
+                    "class and hooks (granian's deployment: the test below)")
+def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_server, std_site):
     """deploy/gunicorn.conf.py as shipped: gthread workers, the app preloaded, and the worker
     hook that warms the crawler list (it imports the bot filter by its path) runs cleanly."""
-    server = start_gunicorn(workers=2, deploy_config=True)
+    server = start_server(workers=2, deploy_config=True)
     browser = {"Origin": "https://std.example", "User-Agent": CHROME_UA}
     status, _, body = post_live(server.url, dumps(batch()), std_site.write_headers(**browser))
     assert (status, body) == (200, {"success": True, "count": 1}), server.log()
@@ -120,3 +127,44 @@ def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_gun
     log = server.log()
     assert "Using worker: GthreadJsonRefusals" in log
     assert "Traceback" not in log and "Exception" not in log
+
+
+@pytest.mark.slow
+def test_the_granian_deployment_as_documented(migrated, std_site, tmp_path: Path):
+    """deploy/granian_server.py started as deploy/egis-granian.service starts it (granian's
+    variables in the environment, no options): its workers build the app with the crawler list
+    loaded, /metrics adds them up in a directory of its own, the access log is off, and on
+    SIGTERM it stops cleanly and removes that directory."""
+    command = [sys.executable, "deploy/granian_server.py"]
+    unit = (ROOT / "deploy" / "egis-granian.service").read_text()
+    assert "ExecStart=/opt/egis/.venv/bin/python deploy/granian_server.py\n" in unit
+    port = free_port()
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"GRANIAN_HOST": "127.0.0.1", "GRANIAN_PORT": str(port), "GRANIAN_WORKERS": "2",
+           "TMPDIR": str(temp)}
+    server = launch(command, port, migrated, tmp_path / "granian.log", env, granian_workers=2)
+    try:
+        [metrics_dir] = temp.glob("egis-metrics-*")
+        browser = {"Origin": "https://std.example", "User-Agent": CHROME_UA}
+        for _ in range(4):
+            status, _, body = post_live(server.url, dumps(batch()),
+                                        std_site.write_headers(**browser))
+            assert (status, body) == (200, {"success": True, "count": 1}), server.log()
+        bot = {**browser, "User-Agent": GOOGLEBOT_UA}
+        status, _, body = post_live(server.url, dumps(batch()), std_site.write_headers(**bot))
+        assert (status, body) == (200, {"success": True, "count": 0, "bot": True})
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
+            scrape = samples(response.read().decode())
+        assert value(scrape, "egis_http_requests_total", endpoint="events.post_events",
+                     status="200") == 5
+        assert value(scrape, "egis_bot_requests_total") == 1
+    finally:
+        server.process.terminate()  # by PID: granian stops its workers, then the directory goes
+        exit_code = server.process.wait(timeout=30)
+    log = server.log()
+    assert exit_code == 0, log
+    assert not metrics_dir.exists() and list(temp.iterdir()) == []
+    assert log.count("Started worker-") == 2 and "Stopped worker-2" in log
+    assert '"POST /api/events' not in log  # no access log
+    assert "Traceback" not in log and "[ERROR]" not in log and "[WARNING]" not in log

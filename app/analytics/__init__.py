@@ -52,6 +52,7 @@ base.py           the period, one read snapshot, weighted counts, the ranking en
 traffic.py        entry page views, count_events, overview, top pages, top sources, goals
 revenue.py        revenue per currency and its attribution to traffic sources
 performance.py    web vitals (p75) and JavaScript errors, the Standard-plan types
+percentile.py     p75: PostgreSQL's percentile_cont(0.75), the same arithmetic on SQLite
 crawlers.py       crawler activity
 ingest_health.py  what was stored, and what was not and why
 """

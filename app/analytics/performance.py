@@ -8,12 +8,14 @@ from peewee import (
     SQL,
     Case,
     EnclosedNodeList,
+    Expression,
     NodeList,
     Select,
     Value,
     fn,
 )
 
+from app.analytics import percentile
 from app.analytics.base import (
     Period,
     as_count,
@@ -23,6 +25,7 @@ from app.analytics.base import (
     is_sampled,
     top_keys,
     url_pages,
+    when,
 )
 from app.analytics.sql import bytewise, json_number, json_text
 from app.db import is_postgres
@@ -32,8 +35,10 @@ VITALS = ("lcp", "inp", "cls", "fcp", "ttfb")
 # Google's thresholds (good up to the first, poor above the second).
 VITAL_THRESHOLDS = {"lcp": (2500, 4000), "inp": (200, 500), "cls": (0.1, 0.25),
                     "fcp": (1800, 3000), "ttfb": (800, 1800)}
+# Column names, per metric, in the rows that `_per_level` returns.
+P75_OF = {name: f"{name}_p75" for name in VITALS}
+SAMPLES_OF = {name: f"{name}_samples" for name in VITALS}
 NO_MESSAGE = "(no message)"
-P75 = 0.75
 
 
 def _rating(metric: str, value: float) -> str:
@@ -41,94 +46,34 @@ def _rating(metric: str, value: float) -> str:
     return "good" if value <= good else "needs improvement" if value <= poor else "poor"
 
 
-def _p75(source: Any) -> list[Any]:
-    """Aggregates over `source` (value, w, sampled; on SQLite the `_p75_ranked` columns too):
-    p75, samples, sampled.
-
-    p75 is PostgreSQL's percentile_cont(0.75): the linear interpolation at position
-    0.75 x (n - 1) of the ascending values. SQLite has no ordered-set aggregates, so there the
-    same arithmetic runs on ROW_NUMBER/COUNT windows (`_p75_ranked`)."""
-    s = source.c
-    counted = [fn.SUM(s.w).alias("samples"), fn.MAX(s.sampled).alias("sampled")]
-    if is_postgres():
-        ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), s.value))])
-        return [NodeList((fn.percentile_cont(P75), SQL("WITHIN GROUP"), ordered)).alias("p75"),
-                *counted]
-    # PostgreSQL computes lo + (hi - lo) * fraction; the same operations, in the same order.
-    low = fn.MAX(Case(None, [(s.position == s.low, s.value)]))
-    high = fn.COALESCE(fn.MAX(Case(None, [(s.position == s.low + 1, s.value)])), low)
-    return [(low + (high - low) * fn.MAX(s.fraction)).alias("p75"), *counted]
+def _vital_events(site_id: int, period: Period) -> Any:
+    """CTE: the period's performance events (url, w, sampled) with a column per metric: its value
+    when the event carries it as a JSON number, else NULL. Read twice (top pages, then p75s), so
+    PostgreSQL materializes it once."""
+    # All five metrics come out of one read of each event's JSON (a select per metric read it
+    # five times). Events without any metric are skipped by the readers (`_carries_any`): a
+    # filter here would extract every metric a second time.
+    return (Event.select(Event.page_url.alias("url"), Event.weight.alias("w"),
+                         is_sampled(Event.weight).alias("sampled"),
+                         *[json_number(Event.properties, name).alias(name) for name in VITALS])
+            .where(event_filter(site_id, period, "performance")).cte("vital_events"))
 
 
-def _p75_ranked(samples: Any, keys: list[Any]) -> tuple[Any, tuple[Any, ...]]:
-    """What `_p75` aggregates, and the CTEs it needs. On SQLite: `samples` with each value's
-    0-based rank (`position`) and the interpolation bounds (`low`, `fraction`)."""
-    if is_postgres():
-        return samples, ()
-    s = samples.c
-    position = fn.ROW_NUMBER().over(partition_by=keys, order_by=[s.value]) - 1
-    span = (fn.COUNT(SQL("*")).over(partition_by=keys) - 1) * P75
-    ranks = Select([samples], [*keys, s.value, s.w, s.sampled, position.alias("position"),
-                               span.alias("span")]).cte("sample_ranks")
-    r = ranks.c
-    bounds = Select([ranks], [*[getattr(r, key.name) for key in keys], r.value, r.w, r.sampled,
-                              r.position, r.span.cast("INTEGER").alias("low"),
-                              (r.span - r.span.cast("INTEGER")).alias("fraction")]
-                    ).cte("sample_bounds")
-    return bounds, (ranks, bounds)
+def _carries(events: Any, name: str) -> Expression:
+    return getattr(events.c, name).is_null(False)
 
 
-def _site_and_page_p75(samples: Any, top: Any,
-                       top_urls: Any) -> tuple[Select, tuple[Any, ...]]:
-    """Each metric's p75 for the whole site and for each top page (rows: whole_site, page_no,
-    page, metric_no, p75, samples, sampled), and the further CTEs the query needs.
-
-    PostgreSQL: GROUPING SETS, so that one sort serves both levels (rows of other pages come
-    back with page_no NULL). SQLite has no grouping sets: the site's samples (page 0) and the
-    top pages' samples are stacked, then grouped."""
-    s, t, u = samples.c, top.c, top_urls.c
-    if is_postgres():
-        source = (samples.join(top_urls, JOIN.LEFT_OUTER, on=(u.url == s.url))
-                  .join(top, JOIN.LEFT_OUTER, on=(t.page_no == u.page_no)))
-        sets = EnclosedNodeList([EnclosedNodeList([s.metric_no]),
-                                 EnclosedNodeList([s.metric_no, u.page_no, t.page])])
-        return (Select([source], [fn.GROUPING(u.page_no).alias("whole_site"), u.page_no,
-                                  t.page, s.metric_no, *_p75(samples)])
-                .group_by(NodeList((SQL("GROUPING SETS"), sets)))), ()
-    stacked = (Select([samples], [Value(0).alias("page_no"), s.metric_no, s.value, s.w,
-                                  s.sampled])
-               + Select([samples.join(top_urls, on=(u.url == s.url))],
-                        [u.page_no, s.metric_no, s.value, s.w, s.sampled])).cte("stacked")
-    ranked, ranking_ctes = _p75_ranked(stacked, [stacked.c.page_no, stacked.c.metric_no])
-    r = ranked.c
-    return (Select([ranked.join(top, JOIN.LEFT_OUTER, on=(t.page_no == r.page_no))],
-                   [(r.page_no == 0).alias("whole_site"), r.page_no, fn.MAX(t.page).alias("page"),
-                    r.metric_no, *_p75(ranked)])
-            .group_by(r.page_no, r.metric_no)), (stacked, *ranking_ctes)
+def _carries_any(events: Any) -> Expression:
+    return reduce(operator.or_, [_carries(events, name) for name in VITALS])
 
 
-def _vital_samples(site_id: int, period: Period) -> tuple[Any, Any]:
-    """CTEs: the period's performance events, and one sample (url, metric_no, value, w, sampled)
-    per metric that an event carries under its spec name as a JSON number."""
-    events = (Event.select(Event.page_url.alias("url"), Event.properties.alias("properties"),
-                           Event.weight.alias("w"), is_sampled(Event.weight).alias("sampled"))
-              .where(event_filter(site_id, period, "performance")).cte("vital_events"))
+def _top_pages(events: Any, limit: int) -> tuple[Any, Any, tuple[Any, ...]]:
+    """CTEs: the `limit` pages with the most samples (page, page_no: 1 for the most), their URLs
+    (url, page_no), and all the CTEs needed."""
     e = events.c
-    per_metric = []
-    # Metrics travel as small integers so that sorting compares numbers, not text.
-    for number, name in enumerate(VITALS):
-        value = json_number(e.properties, name)
-        per_metric.append(Select([events], [e.url, Value(number).alias("metric_no"),
-                                            value.alias("value"), e.w, e.sampled])
-                          .where(value.is_null(False)))
-    return events, reduce(operator.add, per_metric).cte("vital_samples")
-
-
-def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
-    events, samples = _vital_samples(site_id, period)
-    s = samples.c
-    per_url = (Select([samples], [s.url, fn.SUM(s.w).alias("n")]).group_by(s.url)
-               .cte("vital_urls"))
+    samples_per_event = reduce(operator.add, [when(_carries(events, name), 1) for name in VITALS])
+    per_url = (Select([events], [e.url, fn.SUM(e.w * samples_per_event).alias("n")])
+               .where(_carries_any(events)).group_by(e.url).cte("vital_urls"))
     pages = url_pages(per_url, "vital_pages")
     u, g = per_url.c, pages.c
     page_order = fn.ROW_NUMBER().over(order_by=[fn.SUM(u.n).desc(), bytewise(g.page)])
@@ -138,21 +83,95 @@ def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
     t = top.c
     top_urls = (Select([pages.join(top, on=(t.page == g.page))], [g.url, t.page_no])
                 .cte("top_urls"))
-    query, more_ctes = _site_and_page_p75(samples, top, top_urls)
-    found = fetch(query.with_cte(events, samples, per_url, pages, top, top_urls, *more_ctes))
+    return top, top_urls, (per_url, pages, top, top_urls)
+
+
+def _per_level_on_postgres(events: Any, top: Any,
+                           top_urls: Any) -> tuple[Select, tuple[Any, ...]]:
+    e, u, t = events.c, top_urls.c, top.c
+    aggregates = []
+    for name in VITALS:
+        carried = _carries(events, name)
+        aggregates += [percentile.percentile_cont(getattr(e, name), carried).alias(P75_OF[name]),
+                       fn.SUM(e.w).filter(carried).alias(SAMPLES_OF[name])]
+    # One sort serves both levels; the rows of the other pages come back with page_no NULL.
+    sets = EnclosedNodeList([EnclosedNodeList([]), EnclosedNodeList([u.page_no])])
+    levels = (Select([events.join(top_urls, JOIN.LEFT_OUTER, on=(u.url == e.url))],
+                     [fn.GROUPING(u.page_no).alias("whole_site"), u.page_no, *aggregates,
+                      fn.MAX(e.sampled).alias("sampled")])
+              .where(_carries_any(events)).group_by(NodeList((SQL("GROUPING SETS"), sets)))
+              .cte("vital_levels"))
+    # The page joins after the aggregation, so that the sort compares integers only.
+    v = levels.c
+    columns = [v.whole_site, v.page_no, *[getattr(v, column) for name in VITALS
+                                           for column in (P75_OF[name], SAMPLES_OF[name])]]
+    return (Select([levels.join(top, JOIN.LEFT_OUTER, on=(t.page_no == v.page_no))],
+                   [*columns, v.sampled, t.page]), (levels,))
+
+
+def _per_level_on_sqlite(events: Any, top: Any, top_urls: Any) -> tuple[Select, tuple[Any, ...]]:
+    e, u, t = events.c, top_urls.c, top.c
+    samples = reduce(operator.add, [
+        Select([events], [e.url, Value(number).alias("metric_no"), getattr(e, name).alias("value"),
+                          e.w, e.sampled]).where(_carries(events, name))
+        for number, name in enumerate(VITALS)]).cte("vital_samples")
+    s = samples.c
+    stacked = (Select([samples], [Value(0).alias("page_no"), s.metric_no, s.value, s.w,
+                                  s.sampled])
+               + Select([samples.join(top_urls, on=(u.url == s.url))],
+                        [u.page_no, s.metric_no, s.value, s.w, s.sampled])).cte("stacked")
+    ranked, ranking_ctes = percentile.ranked(stacked, [stacked.c.page_no, stacked.c.metric_no])
+    r = ranked.c
+    per_metric = (Select([ranked], [r.page_no, r.metric_no,
+                                    percentile.interpolated(ranked).alias("p75"),
+                                    fn.SUM(r.w).alias("samples"),
+                                    fn.MAX(r.sampled).alias("sampled")])
+                  .group_by(r.page_no, r.metric_no).cte("vital_p75"))
+    m = per_metric.c
+    columns = []
+    for number, name in enumerate(VITALS):
+        columns += [fn.MAX(Case(None, [(m.metric_no == number, m.p75)])).alias(P75_OF[name]),
+                    fn.MAX(Case(None, [(m.metric_no == number, m.samples)]))
+                    .alias(SAMPLES_OF[name])]
+    return (Select([per_metric.join(top, JOIN.LEFT_OUTER, on=(t.page_no == m.page_no))],
+                   [(m.page_no == 0).alias("whole_site"), m.page_no, *columns,
+                    fn.MAX(m.sampled).alias("sampled"), fn.MAX(t.page).alias("page")])
+            .group_by(m.page_no)), (samples, stacked, *ranking_ctes, per_metric)
+
+
+def _per_level(events: Any, top: Any, top_urls: Any) -> tuple[Select, tuple[Any, ...]]:
+    """Rows whole_site, page_no, page, each metric's p75 and weighted samples (`P75_OF`,
+    `SAMPLES_OF`; NULL without samples), sampled: one for the whole site and one per top page
+    (PostgreSQL adds one for the other pages together, page_no NULL); and the CTEs needed.
+
+    PostgreSQL aggregates the events' metric columns with percentile_cont over GROUPING SETS.
+    SQLite has neither grouping sets nor ordered-set aggregates: there each sample becomes a
+    row, the site's samples (page 0) and the top pages' are stacked, ranked and interpolated
+    per page and metric, and the metrics are put back side by side."""
+    if is_postgres():
+        return _per_level_on_postgres(events, top, top_urls)
+    return _per_level_on_sqlite(events, top, top_urls)
+
+
+def web_vitals(site_id: int, period: Period, limit: int) -> dict[str, Any]:
+    events = _vital_events(site_id, period)
+    top, top_urls, top_ctes = _top_pages(events, limit)
+    query, level_ctes = _per_level(events, top, top_urls)
+    found = fetch(query.with_cte(events, *top_ctes, *level_ctes))
     site_wide: dict[str, Any] = dict.fromkeys(VITALS)
     listed: dict[int, dict[str, Any]] = {}
     for row in found:
-        name, p75, count = VITALS[row["metric_no"]], float(row["p75"]), as_count(row["samples"])
+        if not row["whole_site"] and row["page_no"] is None:  # the pages below the top ones
+            continue
+        measured = {name: (float(row[P75_OF[name]]), as_count(row[SAMPLES_OF[name]]))
+                    for name in VITALS if row[P75_OF[name]] is not None}
         if row["whole_site"]:
-            site_wide[name] = {"p75": p75, "samples": count, "rating": _rating(name, p75)}
+            site_wide.update({name: {"p75": p75, "samples": count, "rating": _rating(name, p75)}
+                              for name, (p75, count) in measured.items()})
             continue
-        if row["page_no"] is None:  # the pages below the top ones, together
-            continue
-        page = listed.setdefault(row["page_no"], {"page": row["page"], "samples": 0,
-                                                  **dict.fromkeys(VITALS)})
-        page[name] = p75
-        page["samples"] += count
+        listed[row["page_no"]] = {
+            "page": row["page"], "samples": sum(count for _, count in measured.values()),
+            **{name: measured[name][0] if name in measured else None for name in VITALS}}
     return {"site_vitals": site_wide, "pages": [listed[number] for number in sorted(listed)],
             "estimated": any(row["sampled"] for row in found)}
 

@@ -1,4 +1,4 @@
-"""The agent endpoint through the official MCP Python SDK client, against a real gunicorn.
+"""The agent endpoint through the official MCP Python SDK client, against a real server.
 
 `mcp.client.streamable_http` + `ClientSession`: the handshake era (initialize), the stateless
 era (server/discover), and the SDK's own auto negotiation. Every tool is called and its
@@ -47,15 +47,16 @@ def wanted(expected: Expected, name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server(app, make_site, start_gunicorn):
-    """gunicorn on the test database, with one seeded site; yields (url, keys, expected)."""
-    assert mcp.bp in BLUEPRINTS, "gunicorn serves wsgi:app: add mcp.bp to BLUEPRINTS"
+def server(app, make_site, start_server):
+    """A real server on the test database, with one seeded site; yields (url, keys,
+    expected)."""
+    assert mcp.bp in BLUEPRINTS, "the server serves wsgi:app: add mcp.bp to BLUEPRINTS"
     site_keys = make_site(DOMAIN, "standard")
     other = make_site("other.example", "standard")
     data = build_dataset(site_keys.site, other.site)
     with app.app_context():
         seed(data)
-    live = start_gunicorn(workers=2)
+    live = start_server(workers=2)
     return f"{live.url}/api/mcp", site_keys, Expected(data)
 
 

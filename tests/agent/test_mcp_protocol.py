@@ -1,7 +1,7 @@
 """POST /api/mcp as a JSON-RPC / MCP Streamable HTTP endpoint: transport, errors, eras, auth.
 
 The numbers the tools return are tests/analytics/test_analytics.py's; the official client against
-gunicorn is tests/agent/test_mcp_client.py.
+a real server is tests/agent/test_mcp_client.py.
 """
 from typing import Any
 

@@ -5,7 +5,7 @@ resent order, crawler hits, ingest tallies, events just outside the period and a
 events) straight through the models; `Expected` recomputes every figure from those Python rows
 with the definitions of app.analytics written out plainly. Each tool is called through the MCP
 endpoint (tools/call); tests/agent/test_mcp_client.py runs the same comparison through the official
-MCP client against gunicorn.
+MCP client against a real server.
 """
 import random
 import uuid

@@ -1,6 +1,6 @@
-"""A deployment for a whole test module: sites and keys in the test database, and gunicorn with
-deploy/gunicorn.conf.py in front of it. Started once per module (starting gunicorn costs ~3 s);
-the tables are emptied when the module is done."""
+"""A deployment for a whole test module: sites and keys in the test database, and the deployed
+server in front of it (`launch_server(deploy_config=True)`). Started once per module (a server
+costs ~3 s to start); the tables are emptied when the module is done."""
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,8 +15,8 @@ from tests.conftest import (
     LiveServer,
     SiteKeys,
     create_site,
-    launch_gunicorn,
-    stop_gunicorn,
+    launch_server,
+    stop_server,
     truncate_all,
 )
 from tests.helpers import db
@@ -47,10 +47,10 @@ def deployment(database_url: str, log_dir: Path, env: dict[str, str] | None = No
     app = create_app({"DATABASE_URL": database_url})
     std = create_site(app, "std.example", "standard")
     free = create_site(app, "free.example", "free")
-    server = launch_gunicorn(database_url, log_dir, workers, env, deploy_config=True)
+    server = launch_server(database_url, log_dir, workers, env, deploy_config=True)
     try:
         yield Deployment(server, app, std, free)
     finally:
-        stop_gunicorn(server)
+        stop_server(server)
         truncate_all()
         release_connections()

@@ -1,5 +1,5 @@
-"""Racing copies through the deployed gunicorn (2 gthread workers x 4 threads, so requests of
-both processes overlap): a batch id and an orderId sent by 50 threads at once are stored once,
+"""Racing copies through the deployed server (2 workers x 4 threads, so requests of both
+processes overlap): a batch id and an orderId sent by 50 threads at once are stored once,
 and under concurrent load the month's usage counter equals the events actually stored."""
 import random
 from collections.abc import Iterator

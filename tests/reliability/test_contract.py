@@ -1,6 +1,6 @@
 """Contract fuzzing: schemathesis (its CLI, every phase) generates requests for every operation
 of the live /api/openapi.json, valid ones and the invalid ones its negative phases derive from
-the document, and sends them to the deployed gunicorn with a valid key of the operation's kind
+the document, and sends them to the deployed server with a valid key of the operation's kind
 (/api/validate: once with each kind). Every check must pass: no 500, status codes, content
 types, headers and bodies as documented, documented-valid bodies accepted and documented-invalid
 ones refused, auth not ignored; plus ours (contract_hooks.py): every error is `{"error": ...}`.

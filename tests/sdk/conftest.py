@@ -1,4 +1,4 @@
-"""The tracker end to end: real headless Chromium, a real gunicorn + database, two origins.
+"""The tracker end to end: real headless Chromium, a real server + database, two origins.
 
 The test page is served from http://localhost:<port> (or a subdomain: Chromium resolves
 *.localhost to the loopback), the tracker and the API from http://127.0.0.1:<port> through a
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from tests.conftest import LiveServer, launch_gunicorn, stop_gunicorn
+from tests.conftest import LiveServer, launch_server, stop_server
 from tests.helpers import call_tool as mcp_call
 from tests.sdk.proxy import FlakyProxy
 from tests.tracking.helpers import CHROME_UA
@@ -102,12 +102,12 @@ def pages() -> Iterator[PageServer]:
 
 @pytest.fixture(scope="module")
 def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One gunicorn (2 workers) per test module. Each test has its own site and keys (the
+    """One server (2 workers) per test module. Each test has its own site and keys (the
     tables are emptied after every test) and its own proxy, so nothing crosses from one test to
     the next: a keepalive request still under way targets a proxy that is gone."""
-    server = launch_gunicorn(migrated, tmp_path_factory.mktemp("egis"), workers=2)
+    server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2)
     yield server
-    stop_gunicorn(server)
+    stop_server(server)
 
 
 @pytest.fixture

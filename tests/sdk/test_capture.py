@@ -26,7 +26,8 @@ def wait_events(app, site, type_: str, count: int = 1) -> list[Event]:
 
 
 # The tracker does the same whatever database egis stores in: once, on PostgreSQL, is enough.
-pytestmark = pytest.mark.skipif(BACKEND == "sqlite", reason="browser tests run on PostgreSQL")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    BACKEND == "sqlite", reason="browser tests run on PostgreSQL")]
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ LEAVE = "/left"  # a page without the tracker, on the same origin
 
 
 # The tracker does the same whatever database egis stores in: once, on PostgreSQL, is enough.
-pytestmark = pytest.mark.skipif(BACKEND == "sqlite", reason="browser tests run on PostgreSQL")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    BACKEND == "sqlite", reason="browser tests run on PostgreSQL")]
 
 
 @pytest.fixture

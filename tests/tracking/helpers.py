@@ -3,8 +3,6 @@ import gzip
 import http.client
 import itertools
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,9 +10,10 @@ import orjson
 from flask import Flask
 
 from app.bodies import NUMBER_TOO_LARGE
-from models import Batch, Event, IngestTally, Usage, database
+from models import Batch, Event, IngestTally, Usage
+from tests import helpers as shared
+from tests.helpers import JSON, db
 
-JSON = "application/json"
 CHROME_UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
              "Chrome/124.0.0.0 Safari/537.36")
 GOOGLEBOT_UA = ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
@@ -63,18 +62,12 @@ def gzipped(value: Any) -> bytes:
 
 def post_json(client, path: str, body: Any, headers: dict[str, str] | None = None,
               content_type: str = JSON, encoding: str | None = None):
-    """POST a body: a dict/list (serialized with orjson) or raw bytes/str, as given."""
+    """POST a body: a dict/list (serialized with orjson, which refuses NaN and lone surrogates
+    where json.dumps would write them) or raw bytes/str, as given; `encoding` names the
+    Content-Encoding of a body compressed beforehand."""
     data = body if isinstance(body, (bytes, str)) else dumps(body)
-    all_headers = dict(headers or {})
-    if encoding:
-        all_headers["Content-Encoding"] = encoding
-    return client.post(path, data=data, headers=all_headers, content_type=content_type)
-
-
-@contextmanager
-def db(app: Flask) -> Iterator[None]:
-    with app.app_context(), database.connection_context():
-        yield
+    all_headers = {**(headers or {}), **({"Content-Encoding": encoding} if encoding else {})}
+    return shared.post_json(client, path, data, all_headers, content_type)
 
 
 def stored_counts(app: Flask) -> dict[str, int]:
@@ -117,11 +110,8 @@ def seed_usage(app: Flask, site_id: int, events: int, shard: int = 15) -> None:
 
 
 def assert_json_error(response, status: int, contains: str | None = None) -> dict[str, Any]:
-    """A JSON error with that status and a one-sentence `error`; returns the body."""
-    assert response.status_code == status, (response.status_code, response.get_data()[:500])
-    assert response.mimetype == JSON, response.mimetype
-    body = response.get_json()
-    assert isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]
+    """A JSON error with that status whose `error` contains `contains`; returns the body."""
+    body = shared.assert_json_error(response, status)
     if contains is not None:
         assert contains in body["error"], body["error"]
     return body
@@ -350,14 +340,15 @@ def error_matches(actual: str, expected: str) -> bool:
 
 
 def post_live(url: str, body: bytes, headers: dict[str, str], path: str = "/api/events",
-              timeout: float = 30) -> tuple[int, dict[str, str], Any]:
-    """POST JSON to a live server (gunicorn): status, headers and the decoded body."""
+              timeout: float = 30) -> tuple[int, http.client.HTTPMessage, Any]:
+    """POST JSON to a live server: status, headers (names in any case: granian sends them in
+    lower case) and the decoded body."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:
         connection.request("POST", path, body=body,
                            headers={"Content-Type": "application/json", **headers})
         response = connection.getresponse()
-        return response.status, dict(response.headers), orjson.loads(response.read())
+        return response.status, response.headers, orjson.loads(response.read())
     finally:
         connection.close()

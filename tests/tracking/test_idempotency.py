@@ -1,6 +1,6 @@
 """A batch id is stored once per site: resends answer 200 `duplicate: true` with the first count,
 also when the copies race (a unique constraint decides, not a read-then-write). 50 racing
-requests through gunicorn: tests/reliability/test_concurrency.py."""
+requests through a real server: tests/reliability/test_concurrency.py."""
 from app.tracking import store
 from app.tracking.quota import period_of, shard
 from models import database

@@ -208,7 +208,7 @@ def test_bad_input_from_an_allowed_browser_carries_cors_headers(client, app, std
     assert response.headers["Access-Control-Allow-Origin"] == "https://std.example"
 
 
-# --- through gunicorn: chunked bodies have no Content-Length to check up front ---------------
+# --- through a real server: chunked bodies have no Content-Length to check up front ---------
 
 def _post_chunked(url: str, path: str, chunks: list[bytes], headers: dict[str, str]):
     parts = urlsplit(url)
@@ -223,10 +223,10 @@ def _post_chunked(url: str, path: str, chunks: list[bytes], headers: dict[str, s
 
 
 @pytest.mark.slow
-def test_chunked_bodies_are_capped_too(start_gunicorn, app, std_site):
+def test_chunked_bodies_are_capped_too(start_server, app, std_site):
     import orjson
 
-    server = start_gunicorn(workers=1, env={"EGIS_MAX_BODY_BYTES": "4096"})
+    server = start_server(workers=1, env={"EGIS_MAX_BODY_BYTES": "4096"})
     headers = std_site.write_headers()
     ok = _post_chunked(server.url, "/api/events", [dumps(batch())], headers)
     assert ok[0] == 200, ok

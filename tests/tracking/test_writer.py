@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(BACKEND != "postgres",
 
 @pytest.fixture
 def app(make_app):
-    """A connection per thread, as gunicorn's request threads hold them: a pool to match."""
+    """A connection per thread, as a server's request threads hold them: a pool to match."""
     return make_app(DB_MAX_CONNECTIONS=32)
 
 
@@ -134,10 +134,10 @@ def test_a_lone_batch_is_stored_by_its_own_thread(app, std_site):
 
 
 @pytest.mark.slow
-def test_racing_requests_in_gthread_workers_store_each_batch_once(start_gunicorn, app,
+def test_racing_requests_in_gthread_workers_store_each_batch_once(start_server, app,
                                                                    std_site):
     """Two gthread workers of four threads (group commit on): copies of eight batches at once."""
-    server = start_gunicorn(workers=2, deploy_config=True)
+    server = start_server(workers=2, deploy_config=True)
     headers = std_site.write_headers()
     bodies = [dumps(batch(index + 1)) for index in range(8)]
     sends = [bodies[index % 8] for index in range(24)]

@@ -1,0 +1,160 @@
+"""gunicorn against granian, each behind the same nginx, in one run.
+
+    python bench/servers.py [--rounds 3] [--duration 8] [--connections 16]
+
+Creates `egis_servers_bench` (a pro site and its write key, as bench/ingest.py does) and Debian's
+nginx with deploy/nginx.conf as shipped (only its port, upstream and paths swapped), then, round
+after round, starts one WSGI server on the upstream port and measures through nginx what
+bench/ingest.py measures (the no-op GET /healthz, 50-, 5- (gzip) and 1-event batches, the small
+ones again at half of their peak), stops it, and does the same with the other; the order of the
+two alternates between rounds. Both get the same app, environment and process shape:
+
+- gunicorn: `deploy/gunicorn.conf.py` (gthread, WORKERS x THREADS);
+- granian: `deploy/granian_server.py` (WSGI interface, HTTP handled in Rust): WORKERS processes
+  x THREADS blocking threads for the app.
+
+Prints one Markdown table: per server and load the range over the rounds of requests/s, of the
+ratio to the same round's gunicorn no-op, of stored events/s and p99, and CPU per request of the
+server, nginx and PostgreSQL; then each server's worker memory. Needs wrk and nginx.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+from ingest import (
+    ROOT,
+    bench_env,
+    create_bench_site,
+    load_arguments,
+    measure_loads,
+    serving,
+    spread,
+    start_gunicorn,
+    wait_for,
+    worker_memory_mib,
+)
+from pg import database_url
+
+DB_NAME = "egis_servers_bench"
+UPSTREAM_PORT = 8785
+NGINX_PORT = 8786
+SERVERS = ("gunicorn", "granian")
+
+
+def nginx_config(directory: Path) -> Path:
+    """deploy/nginx.conf in an http block of its own, listening on NGINX_PORT."""
+    site = (ROOT / "deploy" / "nginx.conf").read_text()
+    for shipped, here in (("listen 80;", f"listen 127.0.0.1:{NGINX_PORT};"),
+                          ("server 127.0.0.1:8000;", f"server 127.0.0.1:{UPSTREAM_PORT};"),
+                          ("/var/cache/nginx/egis", str(directory / "cache")),
+                          ("/var/log/nginx/egis.access.log", str(directory / "access.log"))):
+        site = site.replace(shipped, here)
+    temp_paths = "".join(f"{kind}_temp_path {directory / kind};"
+                         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    config = directory / "nginx.conf"
+    config.write_text(f"""{"user root;" if os.geteuid() == 0 else ""}
+worker_processes auto;
+error_log {directory / "error.log"};
+pid {directory / "nginx.pid"};
+events {{ worker_connections 1024; }}
+http {{ {temp_paths}
+{site}
+}}
+""")
+    return config
+
+
+def start_granian(env: dict[str, str], workers: int, threads: int,
+                  scratch: str) -> subprocess.Popen:
+    """granian as deployed (deploy/granian_server.py), in the same process shape."""
+    server = subprocess.Popen(
+        [sys.executable, "deploy/granian_server.py", "--log-level", "warning"], cwd=ROOT,
+        env={**env, "GRANIAN_HOST": "127.0.0.1", "GRANIAN_PORT": str(UPSTREAM_PORT),
+             "GRANIAN_WORKERS": str(workers), "GRANIAN_BLOCKING_THREADS": str(threads),
+             "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)})
+    wait_for(f"http://127.0.0.1:{UPSTREAM_PORT}/healthz")
+    return server
+
+
+def warm_up(key: str) -> None:
+    """A few posts through nginx, so that every worker has opened its database connection and
+    compiled what a request needs before the measurement."""
+    for number in range(40):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{NGINX_PORT}/api/events", method="POST",
+            headers={"X-API-Key": key, "Content-Type": "application/json"},
+            data=(b'{"id":"warm-%d-%d","sessionId":"w","anonymousId":"w","timestamp":1763700001000,'
+                  b'"events":[{"type":"pageview","timestamp":1763700000000,'
+                  b'"pageUrl":"https://bench.example/"}]}' % (time.time_ns(), number)))
+        urllib.request.urlopen(request, timeout=10).read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    load_arguments(parser)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.set_defaults(duration=8)
+    args = parser.parse_args()
+
+    db_url = database_url(DB_NAME)
+    env = {**bench_env(db_url, UPSTREAM_PORT, args.workers, args.worker_threads),
+           "EGIS_TRUSTED_PROXIES": "1"}
+    key = create_bench_site(DB_NAME, env)
+    scratch = tempfile.mkdtemp(prefix="egis-servers-")
+    nginx = subprocess.Popen(["nginx", "-p", scratch, "-c", str(nginx_config(Path(scratch))),
+                              "-g", "daemon off;"], stderr=subprocess.DEVNULL)
+    results: dict[tuple[str, str], list[tuple[float, float, float | None, dict]]] = (
+        defaultdict(list))
+    memory: dict[str, list[dict[str, float]]] = defaultdict(list)
+    try:
+        for number in range(args.rounds):
+            order = SERVERS if number % 2 == 0 else SERVERS[::-1]
+            rounds: dict[str, list] = {}
+            for name in order:
+                with serving(start_gunicorn(env, UPSTREAM_PORT) if name == "gunicorn" else
+                             start_granian(env, args.workers, args.worker_threads, scratch)
+                             ) as server:
+                    wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
+                    warm_up(key)
+                    rounds[name] = measure_loads(NGINX_PORT, key, db_url, args, scratch)
+                    memory[name] += worker_memory_mib(server.pid)
+            gunicorn_noop = rounds["gunicorn"][0][1]
+            for name, rows in rounds.items():
+                for label, rps, stored, result in rows:
+                    results[(name, label)].append((rps, rps / gunicorn_noop, stored, result))
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"\nbehind nginx (deploy/nginx.conf), {args.workers} workers x {args.worker_threads} "
+          f"threads each, wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+          f"{args.rounds} rounds, {os.cpu_count()} cores shared by all\n")
+    print("| server | load | requests/s | vs gunicorn's no-op | stored events/s | p99 "
+          "| CPU ms/request: server / nginx / PostgreSQL |")
+    print("|---|---|---|---|---|---|---|")
+    for (name, label), runs in results.items():
+        stored = [run[2] for run in runs if run[2] is not None]
+        cpu = [run[3]["cpu"] for run in runs]
+        print(f"| {name} | {label} | {spread([run[0] for run in runs])} | "
+              f"{spread([run[1] for run in runs], '{:.2f}')} | "
+              f"{spread(stored) if stored else '-'} | "
+              f"{spread([run[3]['p99_ms'] for run in runs])} ms | "
+              f"{spread([c[name] for c in cpu], '{:.2f}')} / "
+              f"{spread([c['nginx'] for c in cpu], '{:.2f}')} / "
+              f"{spread([c['postgres'] for c in cpu], '{:.2f}')} |")
+    for name, workers in memory.items():
+        print(f"\n{name} workers, MiB (peak RSS / PSS / unique): " + ", ".join(
+            f"{worker['peak_rss']:.0f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+            for worker in workers))
+
+
+if __name__ == "__main__":
+    main()
