@@ -1,14 +1,16 @@
-"""Ingest benchmark: a real gunicorn + PostgreSQL, loaded by wrk, on this machine.
+"""Ingest benchmark: a real WSGI server + PostgreSQL, loaded by wrk, on this machine.
 
-    python bench/ingest.py [--workers N] [--duration 20] [--connections 16]
+    python bench/ingest.py [--server gunicorn|granian] [--workers N] [--duration 20]
+                           [--connections 16]
 
 Creates a throwaway database (egis_bench), a site with an unlimited quota and a write key,
-starts gunicorn with deploy/gunicorn.conf.py, and measures in one run:
-  * GET /healthz (the no-op baseline: gunicorn + Flask, no database),
+starts gunicorn with deploy/gunicorn.conf.py (or granian with deploy/granian_server.py, in the
+same process shape), with no proxy in front, and measures in one run:
+  * GET /healthz (the no-op baseline: the server + Flask, no database),
   * POST /api/events with 50-event batches, 5-event gzip-compressed batches (the tracker's
     usual request) and 1-event batches,
-counting events actually stored in PostgreSQL (not responses) per second, and each gunicorn
-worker's peak resident memory. Needs wrk (apt-get install wrk). Prints a Markdown table with the
+counting events actually stored in PostgreSQL (not responses) per second, and each worker's
+peak resident memory. Needs wrk (apt-get install wrk). Prints a Markdown table with the
 ratios to the no-op baseline.
 """
 import argparse
@@ -157,6 +159,18 @@ def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     return server
 
 
+def start_granian(env: dict[str, str], port: int, workers: int, threads: int,
+                  scratch: str) -> subprocess.Popen:
+    """granian as deployed (deploy/granian_server.py), `workers` x `threads`, once it answers."""
+    server = subprocess.Popen(
+        [sys.executable, "deploy/granian_server.py", "--log-level", "warning"], cwd=ROOT,
+        env={**env, "GRANIAN_HOST": "127.0.0.1", "GRANIAN_PORT": str(port),
+             "GRANIAN_WORKERS": str(workers), "GRANIAN_BLOCKING_THREADS": str(threads),
+             "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)})
+    wait_for(f"http://127.0.0.1:{port}/healthz")
+    return server
+
+
 def wait_for(url: str) -> None:
     """Poll `url` until it answers (30 s at most)."""
     for _ in range(150):
@@ -283,6 +297,7 @@ def load_arguments(parser: argparse.ArgumentParser) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     load_arguments(parser)
+    parser.add_argument("--server", choices=("gunicorn", "granian"), default="gunicorn")
     parser.add_argument("--commit-delay", type=int, default=0,
                         help="PostgreSQL commit_delay (microseconds) for the bench database, "
                              "with commit_siblings 1")
@@ -292,26 +307,28 @@ def main() -> None:
     key = create_bench_site(DB_NAME, env, args.commit_delay)
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
     try:
-        with serving(start_gunicorn(env, PORT)) as server:
+        server = (start_gunicorn(env, PORT) if args.server == "gunicorn" else
+                  start_granian(env, PORT, args.workers, args.worker_threads, scratch))
+        with serving(server):
             time.sleep(2)  # let every worker finish warming up
             rows = measure_loads(PORT, key, DB_URL, args, scratch)
             memory = worker_memory_mib(server.pid)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    print(f"\n{args.workers} gunicorn workers x {args.worker_threads} threads, "
+    print(f"\n{args.workers} {args.server} workers x {args.worker_threads} threads, "
           f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
-          f"{os.cpu_count()} cores shared by wrk, gunicorn and PostgreSQL, "
+          f"{os.cpu_count()} cores shared by wrk, {args.server} and PostgreSQL, "
           f"commit_delay {args.commit_delay} us\n")
-    print("| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
-          "| CPU ms/request: gunicorn / PostgreSQL / wrk | machine busy |")
+    print(f"| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
+          f"| CPU ms/request: {args.server} / PostgreSQL / wrk | machine busy |")
     print("|---|---|---|---|---|---|---|---|")
     noop = rows[0][3]
     for name, rps, stored, result in rows:
         stored_text = f"{stored:,.0f}" if stored is not None else "-"
         cpu = result["cpu"]
         print(f"| {name} | {rps:,.0f} | {rps / noop['rps']:.2f} | {stored_text} | "
-              f"{result['p99']} | {result['non2xx']} | {cpu['gunicorn']:.2f} / "
+              f"{result['p99']} | {result['non2xx']} | {cpu[args.server]:.2f} / "
               f"{cpu['postgres']:.2f} / {cpu['wrk']:.2f} | {result['busy']:.0%} |")
     print("\nper worker, MiB (peak RSS / PSS / unique at the end): " + ", ".join(
         f"{worker['peak_rss']:.0f} / {worker['pss']:.0f} / {worker['uss']:.0f}"

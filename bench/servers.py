@@ -21,7 +21,6 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -36,6 +35,7 @@ from ingest import (
     measure_loads,
     serving,
     spread,
+    start_granian,
     start_gunicorn,
     wait_for,
     worker_memory_mib,
@@ -69,18 +69,6 @@ http {{ {temp_paths}
 }}
 """)
     return config
-
-
-def start_granian(env: dict[str, str], workers: int, threads: int,
-                  scratch: str) -> subprocess.Popen:
-    """granian as deployed (deploy/granian_server.py), in the same process shape."""
-    server = subprocess.Popen(
-        [sys.executable, "deploy/granian_server.py", "--log-level", "warning"], cwd=ROOT,
-        env={**env, "GRANIAN_HOST": "127.0.0.1", "GRANIAN_PORT": str(UPSTREAM_PORT),
-             "GRANIAN_WORKERS": str(workers), "GRANIAN_BLOCKING_THREADS": str(threads),
-             "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)})
-    wait_for(f"http://127.0.0.1:{UPSTREAM_PORT}/healthz")
-    return server
 
 
 def warm_up(key: str) -> None:
@@ -119,7 +107,8 @@ def main() -> None:
             rounds: dict[str, list] = {}
             for name in order:
                 with serving(start_gunicorn(env, UPSTREAM_PORT) if name == "gunicorn" else
-                             start_granian(env, args.workers, args.worker_threads, scratch)
+                             start_granian(env, UPSTREAM_PORT, args.workers, args.worker_threads,
+                                           scratch)
                              ) as server:
                     wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
                     warm_up(key)

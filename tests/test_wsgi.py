@@ -2,7 +2,10 @@
 (gunicorn, or granian with EGIS_TEST_WSGI=granian), both deployments as shipped, and the
 operations endpoints."""
 import json
+import os
+import signal
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,7 +17,8 @@ from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
 from app.db import make_database
-from tests.conftest import ROOT, WSGI_SERVER, free_port, launch
+from tests.conftest import ROOT, WSGI_SERVER, free_port, launch, stop_server
+from tests.reliability.cluster import children
 from tests.test_metrics import samples, value
 from tests.tracking.helpers import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
 
@@ -168,3 +172,37 @@ def test_the_granian_deployment_as_documented(migrated, std_site, tmp_path: Path
     assert log.count("Started worker-") == 2 and "Stopped worker-2" in log
     assert '"POST /api/events' not in log  # no access log
     assert "Traceback" not in log and "[ERROR]" not in log and "[WARNING]" not in log
+
+
+def replacement_of(server_pid: int, worker: int) -> int:
+    """The worker the server started in place of `worker` (polled for, 20 s at most)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        workers = children(server_pid)
+        if workers and worker not in workers:
+            return workers[0]
+        time.sleep(0.02)
+    raise AssertionError(f"worker {worker} was not replaced")
+
+
+@pytest.mark.slow
+def test_granian_stops_on_a_crash_loop_for_systemd_to_restart_it(migrated, tmp_path: Path):
+    """A granian worker that dies is replaced; when the replacement dies too within 5.5 s
+    (granian's crash-loop guard) the whole server stops with status 1, which
+    deploy/egis-granian.service's Restart=on-failure turns into a restart."""
+    assert "\nRestart=on-failure\n" in (ROOT / "deploy" / "egis-granian.service").read_text()
+    port = free_port()
+    env = {"GRANIAN_HOST": "127.0.0.1", "GRANIAN_PORT": str(port), "GRANIAN_WORKERS": "1"}
+    server = launch([sys.executable, "deploy/granian_server.py"], port, migrated,
+                    tmp_path / "granian.log", env, granian_workers=1)
+    try:
+        [first] = children(server.process.pid)
+        os.kill(first, signal.SIGKILL)
+        os.kill(replacement_of(server.process.pid, first), signal.SIGKILL)
+        exit_code = server.process.wait(timeout=30)
+    finally:
+        if server.process.poll() is None:
+            stop_server(server)
+    log = server.log()
+    assert exit_code == 1, log
+    assert "Respawning worker-1" in log and "Worker crash loop detected, exiting" in log
