@@ -9,6 +9,7 @@ its variable set in the environment, wins over them:
 - GRANIAN_WORKERS, one process per core; GRANIAN_BLOCKING_THREADS, 4 app threads each (the
   shape of deploy/gunicorn.conf.py). Bound to GRANIAN_HOST:GRANIAN_PORT, granian's own default
   127.0.0.1:8000.
+- Or bound to a Unix socket (GRANIAN_UDS) that any local user may connect to, like gunicorn's.
 - HTTP/1.1 only (what nginx speaks to it); a worker that dies is replaced; on SIGTERM the
   workers finish the requests they hold, for at most 20 s; SIGHUP replaces them one by one.
 - No access log (egis writes its own request lines); `--access-log` turns granian's on, in a
@@ -33,6 +34,9 @@ DEFAULTS = {
     "GRANIAN_HTTP": "1",
     "GRANIAN_RESPAWN_FAILED_WORKERS": "true",
     "GRANIAN_WORKERS_KILL_TIMEOUT": "20",
+    # On a Unix socket (GRANIAN_UDS), nginx's user must be able to connect, as to gunicorn's
+    # socket (its umask 0) or to 127.0.0.1:8000: granian would apply the process's umask.
+    "GRANIAN_UDS_PERMISSIONS": "0666",
     # No client address, no query string: what was asked and how it went.
     "GRANIAN_LOG_ACCESS_FMT":
         '[%(time)s] "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).1fms',

@@ -7,6 +7,7 @@ the end; EGIS_TEST_DB=sqlite uses a temporary file. Every test starts from empty
 The tests that start a real server start gunicorn, or granian with EGIS_TEST_WSGI=granian
 (`launch_server`, `start_server`).
 """
+import http.client
 import os
 import socket
 import subprocess
@@ -201,29 +202,54 @@ def server_command(port: int, workers: int, deploy_config: bool) -> list[str]:
             *options, "wsgi:app"]
 
 
-def launch(command: list[str], port: int, database_url: str, log_path: Path,
-           env: dict[str, str] | None = None, granian_workers: int = 0) -> LiveServer:
-    """Run `command` (a server on 127.0.0.1:`port`) from the repository root on `database_url`,
-    its output in `log_path`, and wait until it answers (and, for granian, until its log says
-    that `granian_workers` workers have started); the caller stops it (`stop_server`)."""
+class UnixSocketConnection(http.client.HTTPConnection):
+    """HTTP to a server bound to a Unix socket."""
+
+    def __init__(self, path: Path, timeout: float = 10) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
+def answers_health_check(url: str, unix_socket: Path | None) -> bool:
+    """Whether the server at `url` (or on `unix_socket`) answers GET /healthz."""
+    try:
+        if unix_socket is None:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
+                return True
+        connection = UnixSocketConnection(unix_socket, timeout=1)
+        try:
+            connection.request("GET", "/healthz")
+            return connection.getresponse().status == 200
+        finally:
+            connection.close()
+    except OSError:
+        return False
+
+
+def launch(command: list[str], port: int | None, database_url: str, log_path: Path,
+           env: dict[str, str] | None = None, granian_workers: int = 0,
+           unix_socket: Path | None = None) -> LiveServer:
+    """Run `command` (a server on 127.0.0.1:`port`, or bound to `unix_socket`) from the
+    repository root on `database_url`, its output in `log_path`, and wait until it answers
+    (and, for granian, until its log says that `granian_workers` workers have started); the
+    caller stops it (`stop_server`)."""
     process_env = {**os.environ, "DATABASE_URL": database_url, **(env or {})}
     with log_path.open("wb") as log_file:  # the child keeps its own descriptor
         process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=log_file,
                                    stderr=subprocess.STDOUT)
-    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+    url = f"unix:{unix_socket}" if unix_socket is not None else f"http://127.0.0.1:{port}"
+    server = LiveServer(url, process, log_path)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{server.url}/healthz", timeout=1):
-                pass
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.1)
-            continue
+    while time.monotonic() < deadline and process.poll() is None:
         # granian answers as soon as one worker has loaded the app; a worker still loading it
         # when the test ends would not hear the SIGTERM that stops the server.
-        if server.log().count("Started worker-") >= granian_workers:
+        if (answers_health_check(url, unix_socket)
+                and server.log().count("Started worker-") >= granian_workers):
             return server
         time.sleep(0.1)
     stop_server(server)

@@ -12,13 +12,22 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REDIS_URL, ROOT, WSGI_SERVER, LiveServer, free_port
+from tests.conftest import (
+    REDIS_URL,
+    ROOT,
+    WSGI_SERVER,
+    LiveServer,
+    free_port,
+    launch,
+    stop_server,
+)
 from tests.tracking.helpers import CHROME_UA, batch, dumps, stored_counts, tallies
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -142,6 +151,44 @@ def stack(start_server, std_site, redis_prefix, tmp_path) -> Stack:
     nginx.start()
     yield Stack(nginx, server, std_site)
     nginx.stop()
+
+
+# How deploy/nginx.conf says to bind each server to a Unix socket instead.
+UNIX_SOCKET_BINDS = {"gunicorn": ("GUNICORN_BIND", "unix:{}"), "granian": ("GRANIAN_UDS", "{}")}
+
+
+def test_over_a_unix_socket_as_the_config_documents(app, std_site, migrated, redis_prefix,
+                                                    tmp_path):
+    """The deployed server bound to a Unix socket, nginx's upstream `server unix:...;`: ingest
+    goes through, and the per-IP limit still counts each client, not the socket."""
+    variable, value = UNIX_SOCKET_BINDS[WSGI_SERVER]
+    path = tmp_path / "egis.sock"
+    shipped = DEPLOYED.read_text()
+    assert f"{variable}={value.format('/run/egis/egis.sock')}" in shipped
+    assert "`server unix:/run/egis/egis.sock;`" in shipped
+    command = ([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
+                "--no-control-socket", "wsgi:app"] if WSGI_SERVER == "gunicorn"
+               else [sys.executable, "deploy/granian_server.py"])
+    env = {variable: value.format(path), "GUNICORN_WORKERS": "2", "GRANIAN_WORKERS": "2",
+           "EGIS_TRUSTED_PROXIES": "1", "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL,
+           "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix, "EGIS_RATE_LIMIT_IP": "2/minute"}
+    server = launch(command, None, migrated, tmp_path / "server.log", env,
+                    granian_workers=2 if WSGI_SERVER == "granian" else 0, unix_socket=path)
+    # nginx's workers run as another user (www-data) in production: they need write access.
+    assert path.stat().st_mode & 0o666 == 0o666, oct(path.stat().st_mode)
+    nginx = Nginx(tmp_path / "nginx", f"unix:{path}")
+    stack = Stack(nginx, server, std_site)
+    try:
+        nginx.start()
+        statuses = [stack.post_events(dumps(batch())).status for _ in range(3)]
+        other_client = stack.post_events(dumps(batch(2)), source="127.0.0.3")
+    finally:
+        nginx.stop()
+        stop_server(server)
+    assert statuses == [200, 200, 429]
+    assert (other_client.status, other_client.json()) == (200, {"success": True, "count": 2})
+    assert stored_counts(app)["events"] == 4
+    assert "Traceback" not in server.log()
 
 
 def test_per_ip_limits_count_the_client_not_nginx_and_ignore_a_spoofed_header(app, stack):
