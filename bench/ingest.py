@@ -171,6 +171,15 @@ def start_granian(env: dict[str, str], port: int, workers: int, threads: int,
     return server
 
 
+def start_server(name: str, env: dict[str, str], port: int, args: argparse.Namespace,
+                 scratch: str) -> subprocess.Popen:
+    """gunicorn or granian (`name`) on `port`, args.workers x args.worker_threads, once it
+    answers."""
+    if name == "gunicorn":
+        return start_gunicorn(env, port)  # its shape is in `env` (bench_env)
+    return start_granian(env, port, args.workers, args.worker_threads, scratch)
+
+
 def wait_for(url: str) -> None:
     """Poll `url` until it answers (30 s at most)."""
     for _ in range(150):
@@ -307,9 +316,7 @@ def main() -> None:
     key = create_bench_site(DB_NAME, env, args.commit_delay)
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
     try:
-        server = (start_gunicorn(env, PORT) if args.server == "gunicorn" else
-                  start_granian(env, PORT, args.workers, args.worker_threads, scratch))
-        with serving(server):
+        with serving(start_server(args.server, env, PORT, args, scratch)) as server:
             time.sleep(2)  # let every worker finish warming up
             rows = measure_loads(PORT, key, DB_URL, args, scratch)
             memory = worker_memory_mib(server.pid)

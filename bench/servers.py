@@ -35,8 +35,7 @@ from ingest import (
     measure_loads,
     serving,
     spread,
-    start_granian,
-    start_gunicorn,
+    start_server,
     wait_for,
     worker_memory_mib,
 )
@@ -106,10 +105,7 @@ def main() -> None:
             order = SERVERS if number % 2 == 0 else SERVERS[::-1]
             rounds: dict[str, list] = {}
             for name in order:
-                with serving(start_gunicorn(env, UPSTREAM_PORT) if name == "gunicorn" else
-                             start_granian(env, UPSTREAM_PORT, args.workers, args.worker_threads,
-                                           scratch)
-                             ) as server:
+                with serving(start_server(name, env, UPSTREAM_PORT, args, scratch)) as server:
                     wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
                     warm_up(key)
                     rounds[name] = measure_loads(NGINX_PORT, key, db_url, args, scratch)
