@@ -7,7 +7,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, cli, config, db, errors, limits, request_log
+    from app import auth, bodies, cli, config, db, errors, limits, request_log
     from app.tracking import quota, store, writer
     from blueprints import BLUEPRINTS
 
@@ -15,6 +15,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     config.load(app, overrides)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
     app.json.sort_keys = False
+    app.wsgi_app = bodies.DrainUnreadBody(app.wsgi_app)
     hops = int(app.config["TRUSTED_PROXIES"])
     if hops > 0:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)

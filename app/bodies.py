@@ -5,17 +5,25 @@ than 1024 levels by itself, and it is several times faster than the standard lib
 """
 import json
 import math
+import time
 import zlib
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
 import orjson
 from flask import current_app, request
+from werkzeug.wsgi import ClosingIterator
 
 from app.errors import ApiError
 from models.ingest_tally import REJECTED_400, REJECTED_413
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # expect a gzip header
+# A body refused before it was read is read to its end after the answer, if it is at most this
+# large (nginx passes at most 2 MiB: deploy/nginx.conf) and arrives within this time.
+DRAIN_MAX_BYTES = 4 * 1024 * 1024
+DRAIN_SECONDS = 2.0
+DRAIN_CHUNK = 64 * 1024
 
 
 def _too_large(limit: int) -> ApiError:
@@ -136,3 +144,44 @@ def json_object_exact(body: bytes) -> dict[str, Any]:
     except (ValueError, RecursionError) as error:
         raise _malformed(f"The request body is not valid JSON: {error}.") from None
     return _require_object(value)
+
+
+class DrainUnreadBody:
+    """WSGI middleware: once the answer is sent, read what the app left of the request body.
+
+    A request refused before its body is read (401, 413 by Content-Length, 429, a bot) leaves
+    the body on the connection. gunicorn and granian answer it keep-alive all the same, then
+    close the connection (gunicorn when over 64 KiB is left): nginx, which keeps its connections
+    to the server alive, may already be sending the next POST down that one, and answers it 502
+    (tests/test_wsgi.py, test_a_body_refused_unread_leaves_the_connection_usable). Read here,
+    the body is gone before the server looks and the connection serves the next request. Only a
+    body of known length up to DRAIN_MAX_BYTES is read, for at most DRAIN_SECONDS; beyond
+    those the server closes the connection as before.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
+                 ) -> Iterable[bytes]:
+        answer = self.app(environ, start_response)
+        length = _content_length(environ)
+        if length is None or length == 0 or length > DRAIN_MAX_BYTES:
+            return answer
+        return ClosingIterator(answer, lambda: _drain(environ["wsgi.input"]))
+
+
+def _content_length(environ: dict[str, Any]) -> int | None:
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+
+
+def _drain(stream: Any) -> None:
+    deadline = time.monotonic() + DRAIN_SECONDS
+    try:
+        while time.monotonic() < deadline and stream.read(DRAIN_CHUNK):
+            pass
+    except OSError:  # the client went away: nothing left to keep
+        return

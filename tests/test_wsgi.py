@@ -1,6 +1,7 @@
 """The deployable shape: configuration from the environment, `wsgi:app` under a real server
 (gunicorn, or granian with EGIS_TEST_WSGI=granian), both deployments as shipped, and the
 operations endpoints."""
+import http.client
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask
@@ -206,3 +208,27 @@ def test_granian_stops_on_a_crash_loop_for_systemd_to_restart_it(migrated, tmp_p
     log = server.log()
     assert exit_code == 1, log
     assert "Respawning worker-1" in log and "Worker crash loop detected, exiting" in log
+
+
+@pytest.mark.slow
+def test_a_body_refused_unread_leaves_the_connection_usable(start_server, std_site):
+    """A large body refused before it is read (over the size cap: 413) does not end the
+    keep-alive connection it came on: the next request on it is served. nginx keeps its
+    connections to the server alive and sends the next POST down one; had the server closed it
+    after answering keep-alive (gunicorn did, with over 64 KiB left unread), that POST would
+    get nginx's 502."""
+    server = start_server(workers=1, deploy_config=True)
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    too_large = b"{" + b" " * (1_048_576 + 100_000) + b"}"
+    statuses = []
+    try:
+        for body in (too_large, dumps(batch())):
+            connection.request("POST", "/api/events", body=body, headers={
+                "Content-Type": "application/json", **std_site.write_headers()})
+            response = connection.getresponse()
+            response.read()
+            statuses.append(response.status)
+    finally:
+        connection.close()
+    assert statuses == [413, 200]
