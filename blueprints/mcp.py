@@ -5,9 +5,9 @@ reads that key's site alone. The JSON-RPC layer is app.agent.protocol, the tool 
 app.agent.tools; the queries, and the definitions of visitor, session, bounce and the rest, are
 app.analytics. This module is the route: key, rate limit, Accept check, and the answer.
 
-The agent layer is imported on the first call, not with the app: it brings the mcp SDK and
-pydantic, 37 MiB of every worker's memory and half a second of its start (bench/README.md,
-"Memory per worker"), which a worker that only ingests never uses.
+The agent layer is imported on the first call, not with the app: it brings the mcp SDK's
+protocol types and pydantic, 19 MiB of a worker's memory, which a worker that only ingests never
+uses. That first call takes ~0.3 s longer (bench/README.md, "Memory per worker").
 """
 from flask import Blueprint, Response, g, request
 from marshmallow import EXCLUDE, Schema, fields, validate

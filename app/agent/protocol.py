@@ -11,7 +11,8 @@ tools/call, server/discover. So this module speaks JSON-RPC itself, and borrows 
 pieces so that the wire is what the SDK's own client expects: the protocol-version registry
 (mcp_types.version), the per-revision request validators and result serializers
 (mcp_types.methods), and the 2026-07-28 request ladder with its error-to-HTTP-status table
-(mcp.shared.inbound). The tests drive this endpoint with the SDK's streamable HTTP client.
+(mcp.shared.inbound, loaded by app.agent.sdk without the SDK's client and server). The tests
+drive this endpoint with the SDK's streamable HTTP client.
 
 Protocol revisions: every revision the SDK speaks.
 - 2024-11-05 ... 2025-11-25 (handshake era): `initialize` negotiates (the client's version when
@@ -40,12 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from mcp.shared.inbound import (
-    ERROR_CODE_HTTP_STATUS,
-    MCP_PROTOCOL_VERSION_HEADER,
-    InboundLadderRejection,
-    classify_inbound_request,
-)
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
@@ -64,6 +59,8 @@ from mcp_types.version import (
     MODERN_PROTOCOL_VERSIONS,
 )
 from pydantic import ValidationError
+
+from app.agent.sdk import inbound
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +126,7 @@ class _Era:
 
     def status(self, code: int) -> int:
         if self.modern:
-            return ERROR_CODE_HTTP_STATUS.get(code, 200)
+            return inbound.ERROR_CODE_HTTP_STATUS.get(code, 200)
         return 400 if code in (PARSE_ERROR, INVALID_REQUEST) else 200
 
 
@@ -163,7 +160,7 @@ class McpServer:
         except orjson.JSONDecodeError:
             return Reply(400, _error(None, RpcError(PARSE_ERROR, "Parse error: the body is not "
                                                                  "valid JSON.")))
-        header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        header = headers.get(inbound.MCP_PROTOCOL_VERSION_HEADER)
         if header is not None and header not in SERVED_VERSIONS:
             error = RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                              {"supported": list(SERVED_VERSIONS), "requested": header})
@@ -254,8 +251,8 @@ class McpServer:
 
     def _modern(self, message: dict[str, Any], method: str, params: Any,
                 headers: Mapping[str, str], context: Any) -> dict[str, Any]:
-        verdict = classify_inbound_request(message, headers=headers)
-        if isinstance(verdict, InboundLadderRejection):
+        verdict = inbound.classify_inbound_request(message, headers=headers)
+        if isinstance(verdict, inbound.InboundLadderRejection):
             raise RpcError(verdict.code, verdict.message, verdict.data)
         version = verdict.protocol_version
         handlers = {"server/discover": self._discover, "tools/list": self._list_tools,
