@@ -1,7 +1,7 @@
 """Ingest benchmark: a real WSGI server + PostgreSQL, loaded by wrk, on this machine.
 
     python bench/ingest.py [--server gunicorn|granian] [--workers N] [--duration 20]
-                           [--connections 16]
+                           [--connections 16] [--rate-limit-storage redis://127.0.0.1:6379]
 
 Creates a throwaway database (egis_bench), a site with an unlimited quota and a write key,
 starts gunicorn with deploy/gunicorn.conf.py (or granian with deploy/granian_server.py, in the
@@ -11,7 +11,9 @@ same process shape), with no proxy in front, and measures in one run:
     usual request) and 1-event batches,
 counting events actually stored in PostgreSQL (not responses) per second, and each worker's
 peak resident memory. Needs wrk (apt-get install wrk). Prints a Markdown table with the
-ratios to the no-op baseline.
+ratios to the no-op baseline. The rate limits count in each worker's memory unless
+--rate-limit-storage names the Redis the deployment uses (deploy/egis.service), whose client
+library and round trips are then measured too (keys under a prefix of this run's own).
 """
 import argparse
 import gzip
@@ -310,9 +312,13 @@ def main() -> None:
     parser.add_argument("--commit-delay", type=int, default=0,
                         help="PostgreSQL commit_delay (microseconds) for the bench database, "
                              "with commit_siblings 1")
+    parser.add_argument("--rate-limit-storage", default="memory://",
+                        help="where the rate limits count (EGIS_RATELIMIT_STORAGE_URI)")
     args = parser.parse_args()
 
-    env = bench_env(DB_URL, PORT, args.workers, args.worker_threads)
+    env = {**bench_env(DB_URL, PORT, args.workers, args.worker_threads),
+           "EGIS_RATELIMIT_STORAGE_URI": args.rate_limit_storage,
+           "EGIS_RATELIMIT_KEY_PREFIX": f"egis-bench-{uuid.uuid4().hex[:8]}"}
     key = create_bench_site(DB_NAME, env, args.commit_delay)
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
     try:
@@ -326,7 +332,7 @@ def main() -> None:
     print(f"\n{args.workers} {args.server} workers x {args.worker_threads} threads, "
           f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
           f"{os.cpu_count()} cores shared by wrk, {args.server} and PostgreSQL, "
-          f"commit_delay {args.commit_delay} us\n")
+          f"commit_delay {args.commit_delay} us, rate limits in {args.rate_limit_storage}\n")
     print(f"| endpoint | requests/s | vs no-op | stored events/s | p99 | non-2xx "
           f"| CPU ms/request: {args.server} / PostgreSQL / wrk | machine busy |")
     print("|---|---|---|---|---|---|---|---|")

@@ -159,6 +159,36 @@ def test_redis_storage(make_app, std_site, redis_prefix):
     assert stored, "the counters live in Redis"
 
 
+def test_redis_counts_both_limits_in_one_round_trip_and_in_order(make_app, std_site,
+                                                                  free_site, own_redis):
+    """The tracking endpoints' two limits (per key, then per client IP) are counted by one
+    script call per request; a request the per-key limit refuses is not counted per IP."""
+    app = make_app(RATELIMIT_STORAGE_URI=own_redis.url, RATE_LIMIT_KEY="3/minute",
+                   RATE_LIMIT_IP="4/minute")
+    client = app.test_client()
+    store = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    assert events(client, std_site).status_code == 200  # the script is loaded on first use
+    store.config_resetstat()
+    assert events(client, std_site).status_code == 200
+    assert post_json(client, "/api/goals", goal(), std_site.write_headers()).status_code == 200
+    stats = store.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] == 2  # two requests, one round trip each
+    assert "cmdstat_eval" not in stats and "cmdstat_script|load" not in stats
+
+    response = events(client, std_site)  # the key's fourth: refused, not counted per IP
+    assert response.get_json()["error"] == (
+        "Rate limit exceeded (3 per 1 minute); retry after the Retry-After delay.")
+    assert events(client, free_site).status_code == 200  # the IP's fourth
+    response = events(client, free_site)  # the IP's fifth
+    assert response.get_json()["error"] == (
+        "Rate limit exceeded (4 per 1 minute); retry after the Retry-After delay.")
+    assert 0 < int(response.headers["Retry-After"]) <= 60
+    counters = {key: int(store.get(key)) for key in store.scan_iter()}
+    assert sorted(counters.values()) == [2, 4, 5]  # free's key, std's key, the IP
+    assert all(0 < store.ttl(key) <= 60 for key in counters)
+    assert stored_counts(app)["events"] == 4  # three batches of one event, and the goal
+
+
 def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
     status, response_headers, payload = post_live(url, body, headers, timeout=10)
     if status == 429:

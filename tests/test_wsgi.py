@@ -4,6 +4,7 @@ operations endpoints."""
 import http.client
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -135,12 +136,22 @@ def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_ser
     assert "Traceback" not in log and "Exception" not in log
 
 
+# granian's main thread and its watcher thread both wait for a stopping worker to exit; when the
+# watcher reaps it first, the main thread finds no such child, reports it alive and "kills" the
+# reaped PID (granian#435 calls it a false error). With both cores busy, 2 and 3 of 900 worker
+# stops logged it, without and with the preload. Harmless, and allowed only where the test
+# proves by the clock that no worker waited out the kill timeout.
+FALSE_REFUSAL = re.compile(
+    r"\[WARNING\] Killing (old )?worker-\d after it refused to gracefully stop")
+
+
 @pytest.mark.slow
 def test_the_granian_deployment_as_documented(migrated, std_site, tmp_path: Path):
     """deploy/granian_server.py started as deploy/egis-granian.service starts it (granian's
-    variables in the environment, no options): its workers build the app with the crawler list
-    loaded, /metrics adds them up in a directory of its own, the access log is off, and on
-    SIGTERM it stops cleanly and removes that directory."""
+    variables in the environment, no options): the app preloaded, its workers serving it with
+    the crawler list loaded, /metrics adding them up in a directory of its own, the access log
+    off; SIGHUP replaces both workers, and on SIGTERM it stops cleanly and removes that
+    directory."""
     command = [sys.executable, "deploy/granian_server.py"]
     unit = (ROOT / "deploy" / "egis-granian.service").read_text()
     assert "ExecStart=/opt/egis/.venv/bin/python deploy/granian_server.py\n" in unit
@@ -165,15 +176,35 @@ def test_the_granian_deployment_as_documented(migrated, std_site, tmp_path: Path
         assert value(scrape, "egis_http_requests_total", endpoint="events.post_events",
                      status="200") == 5
         assert value(scrape, "egis_bot_requests_total") == 1
+        # Preloaded: the main process imported the app (its JSON Schema validator's library is
+        # loaded there) before it forked the workers.
+        assert "jsonschema_rs" in Path(f"/proc/{server.process.pid}/maps").read_text()
+        workers = set(children(server.process.pid))
+        server.process.send_signal(signal.SIGHUP)
+        # Within the kill timeout (GRANIAN_WORKERS_KILL_TIMEOUT, 20 s), which only starts after
+        # the first replacement has run 3.5 s: no old worker had to be killed.
+        deadline = time.monotonic() + 20
+        while not (len(replaced := set(children(server.process.pid))) == 2
+                   and not replaced & workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(replaced) == 2 and not replaced & workers, server.log()
+        for _ in range(2):
+            status, _, body = post_live(server.url, dumps(batch()),
+                                        std_site.write_headers(**browser))
+            assert (status, body) == (200, {"success": True, "count": 1}), server.log()
     finally:
+        stopping = time.monotonic()
         server.process.terminate()  # by PID: granian stops its workers, then the directory goes
         exit_code = server.process.wait(timeout=30)
     log = server.log()
     assert exit_code == 0, log
+    assert time.monotonic() - stopping < 20, log  # no worker waited out the kill timeout
     assert not metrics_dir.exists() and list(temp.iterdir()) == []
-    assert log.count("Started worker-") == 2 and "Stopped worker-2" in log
+    assert log.count("Started worker-") == 4 and "Stopped worker-2" in log
     assert '"POST /api/events' not in log  # no access log
-    assert "Traceback" not in log and "[ERROR]" not in log and "[WARNING]" not in log
+    assert "Traceback" not in log and "[ERROR]" not in log
+    assert [line for line in log.splitlines() if "[WARNING]" in line
+            and not FALSE_REFUSAL.fullmatch(line)] == []
 
 
 def replacement_of(server_pid: int, worker: int) -> int:
