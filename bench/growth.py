@@ -1,10 +1,10 @@
 """Growth benchmark: the 5-event ingest rate while the event table grows from empty to 10 M rows.
 
     python bench/growth.py [--duration 10] [--steps 0,1000000,5000000,10000000] [--runs 1]
-                           [--port 8775]
+                           [--port N]
 
-Each run creates the database egis_growth_bench, migrates it, creates (through the `flask` CLI,
-as bench/ingest.py does) a pro site with a quota out of reach, a second site as noise and a
+Each run creates the database egis_growth_bench_<pid>, migrates it, creates (through the `flask`
+CLI, as bench/ingest.py does) a pro site with a quota out of reach, a second site as noise and a
 write key, and gives the event table its monthly partitions back three months. Then, for each
 step, it tops the event table up to the step's size and measures:
   * seeding: one INSERT ... SELECT generate_series on the server, in 5-event batches: a batch
@@ -46,11 +46,11 @@ from ingest import (
     write_gzip_bodies,
     wrk,
 )
-from pg import admin, database_url
+from pg import admin, database_url, free_ports, run_database
 
 sys.path.insert(0, str(ROOT))
 
-DB_NAME = "egis_growth_bench"
+DB_NAME = run_database("growth_bench")
 DB_URL = database_url(DB_NAME)
 DOMAIN, NOISE_DOMAIN = "bench.example", "noise.example"
 PER_BATCH = 5
@@ -179,7 +179,8 @@ def main() -> None:
     parser.add_argument("--steps", default="0,1000000,5000000,10000000",
                         help="event table sizes to measure at, in order")
     parser.add_argument("--runs", type=int, default=1, help="whole runs, each from empty")
-    parser.add_argument("--port", type=int, default=8775)
+    parser.add_argument("--port", type=int, default=free_ports(1)[0],
+                        help="for gunicorn (default: a free one)")
     args = parser.parse_args()
     steps = [int(step) for step in args.steps.split(",")]
 

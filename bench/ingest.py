@@ -3,9 +3,10 @@
     python bench/ingest.py [--server gunicorn|granian] [--workers N] [--duration 20]
                            [--connections 16] [--rate-limit-storage redis://127.0.0.1:6379]
 
-Creates a throwaway database (egis_bench), a site with an unlimited quota and a write key,
-starts gunicorn with deploy/gunicorn.conf.py (or granian with deploy/granian_server.py, in the
-same process shape), with no proxy in front, and measures in one run:
+Creates a database of its own (egis_bench_<pid>, dropped at the end), a site with an unlimited
+quota and a write key, starts gunicorn with deploy/gunicorn.conf.py (or granian with
+deploy/granian_server.py, in the same process shape), on a free port with no proxy in front, and
+measures in one run:
   * GET /healthz (the no-op baseline: the server + Flask, no database),
   * POST /api/events with 50-event batches, 5-event gzip-compressed batches (the tracker's
     usual request) and 1-event batches,
@@ -34,12 +35,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg2
-from pg import admin, database_url
+from pg import admin, database_url, free_ports, run_database
 
 ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = "egis_bench"
+DB_NAME = run_database("bench")
 DB_URL = database_url(DB_NAME)
-PORT = 8765
 
 
 
@@ -90,7 +90,7 @@ def worker_memory_mib(master_pid: int) -> list[dict[str, float]]:
     return sorted(workers, key=lambda worker: worker["peak_rss"])
 
 
-def stored_events(url: str = DB_URL) -> int:
+def stored_events(url: str) -> int:
     connection = psycopg2.connect(url)
     cursor = connection.cursor()
     cursor.execute("SELECT count(*) FROM event")
@@ -194,8 +194,8 @@ def wait_for(url: str) -> None:
 
 
 def wrk(path: str, duration: int, connections: int, threads: int,
-        script_env: dict[str, str] | None = None, script: str | None = None,
-        port: int = PORT, database: str | None = None) -> dict[str, float]:
+        script_env: dict[str, str] | None = None, script: str | None = None, *,
+        port: int, database: str | None = None) -> dict[str, float]:
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency"]
     if script:
         command += ["-s", script]
@@ -316,18 +316,20 @@ def main() -> None:
                         help="where the rate limits count (EGIS_RATELIMIT_STORAGE_URI)")
     args = parser.parse_args()
 
-    env = {**bench_env(DB_URL, PORT, args.workers, args.worker_threads),
+    [port] = free_ports(1)
+    env = {**bench_env(DB_URL, port, args.workers, args.worker_threads),
            "EGIS_RATELIMIT_STORAGE_URI": args.rate_limit_storage,
            "EGIS_RATELIMIT_KEY_PREFIX": f"egis-bench-{uuid.uuid4().hex[:8]}"}
     key = create_bench_site(DB_NAME, env, args.commit_delay)
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
     try:
-        with serving(start_server(args.server, env, PORT, args, scratch)) as server:
+        with serving(start_server(args.server, env, port, args, scratch)) as server:
             time.sleep(2)  # let every worker finish warming up
-            rows = measure_loads(PORT, key, DB_URL, args, scratch)
+            rows = measure_loads(port, key, DB_URL, args, scratch)
             memory = worker_memory_mib(server.pid)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
 
     print(f"\n{args.workers} {args.server} workers x {args.worker_threads} threads, "
           f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "

@@ -3,8 +3,8 @@ table, as `flask data prune` does, and compare with deleting rows.
 
     python bench/prune_partition.py [--events 5000000] [--runs 3] [--compare-delete 200000]
 
-Each run creates the database egis_prune_bench, migrates it (`upgrade_schema`: the partitions of
-this month and the next ones), puts N events into one month six months back (its own
+Each run creates the database egis_prune_bench_<pid>, migrates it (`upgrade_schema`: the
+partitions of this month and the next ones), puts N events into one month six months back (its own
 partition) and 100,000 into this month, then times `retention.prune` with the cutoff five months
 back: the old month's partition is counted and dropped, the rest of the tables are swept by
 batched DELETEs (nothing to find in them). Rows go in with INSERT ... SELECT generate_series, on
@@ -18,12 +18,12 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from pg import admin, database_url
+from pg import admin, database_url, run_database
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DB_NAME = "egis_prune_bench"
+DB_NAME = run_database("prune_bench")
 DB_URL = database_url(DB_NAME)
 RECENT_EVENTS = 100_000
 

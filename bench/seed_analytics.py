@@ -3,7 +3,8 @@
     python bench/seed_analytics.py [--events 1000000] [--reuse] [--repeat 5] [--indexes]
                                    [--cold {gunicorn,granian}]
 
-Creates (or reuses, with --reuse) the database egis_analytics_bench, runs the migrations, and
+Creates (or reuses, with --reuse: hence its fixed name) the database egis_analytics_bench, runs
+the migrations, and
 seeds one site, bench.example, with N events over the last 30 days shaped like real traffic
 (sessions of page views with heartbeats, scrolls, clicks, web vitals, errors, goals; identified
 users; the last days sampled at weight 10), plus server events, crawl hits, ingest tallies and a
@@ -33,8 +34,8 @@ from typing import Any
 
 import orjson
 import psycopg2
-from ingest import PORT, bench_env, flask, serving, start_server
-from pg import admin, database_url
+from ingest import bench_env, flask, serving, start_server
+from pg import admin, database_url, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -240,7 +241,8 @@ def time_tools(repeat: int) -> list[tuple[str, float, float, float, str]]:
 def time_cold_calls(server: str, tools: list[str]) -> dict[str, float]:
     """Milliseconds for each tool's call over HTTP, each answered by the only worker of a
     server started for that call (its /healthz answered first, so the worker is up)."""
-    env = bench_env(DB_URL, PORT, workers=1, threads=4)
+    [port] = free_ports(1)
+    env = bench_env(DB_URL, port, workers=1, threads=4)
     key = flask("keys", "create", DOMAIN, "--kind", "server", env=env).splitlines()[-1]
     shape = argparse.Namespace(workers=1, worker_threads=4)
     timings = {}
@@ -249,10 +251,10 @@ def time_cold_calls(server: str, tools: list[str]) -> dict[str, float]:
             body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                  "params": {"name": name, "arguments": {}}})
             request = urllib.request.Request(
-                f"http://127.0.0.1:{PORT}/api/mcp", data=body, method="POST", headers={
+                f"http://127.0.0.1:{port}/api/mcp", data=body, method="POST", headers={
                     "Authorization": f"Bearer {key}", "Content-Type": "application/json",
                     "Accept": "application/json", "MCP-Protocol-Version": "2025-11-25"})
-            with serving(start_server(server, env, PORT, shape, scratch)):
+            with serving(start_server(server, env, port, shape, scratch)):
                 started = time.perf_counter()
                 with urllib.request.urlopen(request, timeout=30) as response:
                     answer = orjson.loads(response.read())

@@ -2,8 +2,9 @@
 
     python bench/servers.py [--rounds 3] [--duration 8] [--connections 16]
 
-Creates `egis_servers_bench` (a pro site and its write key, as bench/ingest.py does) and Debian's
-nginx with deploy/nginx.conf as shipped (only its port, upstream and paths swapped), then, round
+Creates a database of its own (`egis_servers_bench_<pid>`, dropped at the end; a pro site and
+its write key, as bench/ingest.py does) and Debian's nginx with deploy/nginx.conf as shipped
+(only its port, upstream and paths swapped; both ports free ones), then, round
 after round, starts one WSGI server on the upstream port and measures through nginx what
 bench/ingest.py measures (the no-op GET /healthz, 50-, 5- (gzip) and 1-event batches, the small
 ones again at half of their peak), stops it, and does the same with the other; the order of the
@@ -39,11 +40,10 @@ from ingest import (
     wait_for,
     worker_memory_mib,
 )
-from pg import database_url
+from pg import admin, database_url, free_ports, run_database
 
-DB_NAME = "egis_servers_bench"
-UPSTREAM_PORT = 8785
-NGINX_PORT = 8786
+DB_NAME = run_database("servers_bench")
+UPSTREAM_PORT, NGINX_PORT = free_ports(2)
 SERVERS = ("gunicorn", "granian")
 
 
@@ -118,6 +118,7 @@ def main() -> None:
         nginx.terminate()
         nginx.wait(timeout=10)
         shutil.rmtree(scratch, ignore_errors=True)
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
 
     print(f"\nbehind nginx (deploy/nginx.conf), {args.workers} workers x {args.worker_threads} "
           f"threads each, wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "

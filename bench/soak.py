@@ -2,13 +2,14 @@
 
     python bench/soak.py [--minutes 10] [--rate 200] [--clients 8] [--sample-seconds 5]
 
-Creates a throwaway database (egis_soak), two sites and their keys through the `flask` CLI,
-starts gunicorn with deploy/gunicorn.conf.py, and sends `--rate` requests a second from
-`--clients` keep-alive clients: every endpoint, with invalid bodies, resent batches and repeated
-orderIds among them. Every `--sample-seconds` it samples each worker's RSS and open file
-descriptors and the database's connections. At the end it checks that what was accepted is what
-is stored (events, server events, crawler hits, the usage counter), that no answer was a 5xx,
-and that memory, descriptors and connections did not grow; it prints the curve and a verdict.
+Creates a database of its own (egis_soak_<pid>, dropped at the end), two sites and their keys
+through the `flask` CLI, starts gunicorn with deploy/gunicorn.conf.py on a free port, and sends
+`--rate` requests a second from `--clients` keep-alive clients: every endpoint, with invalid
+bodies, resent batches and repeated orderIds among them. Every `--sample-seconds` it samples
+each worker's RSS and open file descriptors and the database's connections. At the end it checks
+that what was accepted is what is stored (events, server events, crawler hits, the usage
+counter), that no answer was a 5xx, and that memory, descriptors and connections did not grow;
+it prints the curve and a verdict.
 """
 import argparse
 import gzip
@@ -27,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
-from ingest import ADMIN_URL, admin, flask, start_gunicorn
+from ingest import flask, start_gunicorn
+from pg import ADMIN_URL, admin, database_url, free_ports, run_database
 
-DB_NAME = "egis_soak"
-DB_URL = ADMIN_URL.rsplit("/", 1)[0] + "/" + DB_NAME
-PORT = 8766
+DB_NAME = run_database("soak")
+DB_URL = database_url(DB_NAME)
+[PORT] = free_ports(1)
 SEED = 20261123
 BOT_UA = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)"
 BROWSER_UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -389,6 +391,7 @@ def main() -> None:
         stop.set()
         server.terminate()
         server.wait(timeout=30)
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
     with args.csv.open("w") as out:
         out.write("seconds,worker,rss_mb,fds,db_connections,requests\n")
         for sample in samples:
