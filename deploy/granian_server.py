@@ -16,10 +16,12 @@ its variable set in the environment, wins over them:
   format without the client address.
 - PROMETHEUS_MULTIPROC_DIR as deploy/gunicorn.conf.py sets it: emptied at start; when not
   given, a fresh directory of this server's own, removed when it exits.
-- The app is imported once, before the workers are forked (gunicorn's preload_app); each worker
-  compiles the crawler list before its first request. SIGHUP's new workers run the code loaded
-  at start, as gunicorn's do with preload: a new version of egis needs a restart.
+- The app is imported once, and frozen for the collector, before the workers are forked (as
+  deploy/gunicorn.conf.py does); each worker compiles the crawler list before its first request.
+  SIGHUP's new workers run the code loaded at start, as gunicorn's do with preload: a new
+  version of egis needs a restart.
 """
+import gc
 import multiprocessing
 import os
 import shutil
@@ -76,18 +78,26 @@ def empty_metrics_dir() -> str | None:
     return own
 
 
-def main() -> None:
-    for name, value in DEFAULTS.items():
-        os.environ.setdefault(name, value)
-    own_metrics_dir = empty_metrics_dir()
+def preload() -> None:
+    """Import the app once, here, before granian forks its workers (gunicorn's preload_app):
+    their pages of it stay this process's until a worker writes to them (bench/README.md,
+    "Memory per worker"). No database connection is opened yet."""
     sys.path.insert(0, str(ROOT))  # wsgi.py and app/, from whatever directory this is started
-    # Preloaded, as gunicorn's preload_app: imported once here, before granian forks its
-    # workers, whose pages of it stay this process's until a worker writes to them (peak RSS per
-    # worker: bench/README.md, "Memory per worker"). No database connection is opened yet.
     # Forked explicitly: Python 3.14's default (forkserver) would make granian spawn workers
     # that import it all again.
     multiprocessing.set_start_method("fork")
     import wsgi  # noqa: F401
+
+    # Its objects go where the collector never looks: a worker's full collection would write
+    # to each of them and so copy every page they share with this process.
+    gc.freeze()
+
+
+def main() -> None:
+    for name, value in DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    own_metrics_dir = empty_metrics_dir()
+    preload()
     sys.argv = [sys.argv[0], *sys.argv[1:], *APP_ARGUMENTS]
     from granian.cli import entrypoint
 

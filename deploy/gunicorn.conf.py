@@ -2,6 +2,7 @@
 
 Each value can be overridden from the environment (GUNICORN_*), the usual gunicorn way.
 """
+import gc
 import json
 import multiprocessing
 import os
@@ -54,6 +55,12 @@ def on_starting(server):
     for name in os.listdir(directory):
         if name.endswith(".db"):
             os.remove(os.path.join(directory, name))
+
+
+def pre_fork(server, worker):
+    # The preloaded app's objects go where the collector never looks: a worker's full collection
+    # would write to each of them and so copy every page they share with the master.
+    gc.freeze()
 
 
 def on_exit(server):
