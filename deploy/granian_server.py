@@ -6,9 +6,9 @@ This is granian's own command line (`python -m granian`: its options, its GRANIA
 serving egis's WSGI app, with egis's defaults where granian's differ. An option given here, or
 its variable set in the environment, wins over them:
 
-- GRANIAN_WORKERS, one process per core; GRANIAN_BLOCKING_THREADS, 4 app threads each (the
-  shape of deploy/gunicorn.conf.py). Bound to GRANIAN_HOST:GRANIAN_PORT, granian's own default
-  127.0.0.1:8000.
+- GRANIAN_WORKERS, one process per core and one more; GRANIAN_BLOCKING_THREADS, 4 app threads
+  each (the shape of deploy/gunicorn.conf.py). Bound to GRANIAN_HOST:GRANIAN_PORT, granian's
+  own default 127.0.0.1:8000.
 - Or bound to a Unix socket (GRANIAN_UDS) that any local user may connect to, like gunicorn's.
 - HTTP/1.1 only (what nginx speaks to it); a worker that dies is replaced; on SIGTERM the
   workers finish the requests they hold, for at most 20 s; SIGHUP replaces them one by one.
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {
-    "GRANIAN_WORKERS": str(multiprocessing.cpu_count()),
+    "GRANIAN_WORKERS": str(multiprocessing.cpu_count() + 1),  # as deploy/gunicorn.conf.py
     "GRANIAN_BLOCKING_THREADS": "4",
     "GRANIAN_HTTP": "1",
     "GRANIAN_RESPAWN_FAILED_WORKERS": "true",

@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import re
+import runpy
 import signal
 import subprocess
 import sys
@@ -135,6 +136,18 @@ def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_ser
     log = server.log()
     assert "Using worker: GthreadJsonRefusals" in log
     assert "Traceback" not in log and "Exception" not in log
+
+
+def test_both_deployments_run_one_worker_per_core_and_one_more(monkeypatch, tmp_path: Path):
+    """The default process count, unless GUNICORN_WORKERS / GRANIAN_WORKERS say otherwise: one
+    more than the cores, to keep them busy while threads wait on commits (bench/README.md,
+    "Workers")."""
+    monkeypatch.delenv("GUNICORN_WORKERS", raising=False)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))  # the config's own otherwise
+    gunicorn_conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    granian_conf = runpy.run_path(str(ROOT / "deploy" / "granian_server.py"))
+    assert gunicorn_conf["workers"] == os.cpu_count() + 1
+    assert granian_conf["DEFAULTS"]["GRANIAN_WORKERS"] == str(os.cpu_count() + 1)
 
 
 # Each server's step before its workers are forked, run in a fresh interpreter from the
