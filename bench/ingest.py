@@ -42,7 +42,6 @@ DB_NAME = run_database("bench")
 DB_URL = database_url(DB_NAME)
 
 
-
 def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str,
                       uuid_ids: bool = False) -> dict[str, str]:
     """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua.

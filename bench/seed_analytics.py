@@ -4,14 +4,14 @@
                                    [--cold {gunicorn,granian}]
 
 Creates (or reuses, with --reuse: hence its fixed name) the database egis_analytics_bench, runs
-the migrations, and
-seeds one site, bench.example, with N events over the last 30 days shaped like real traffic
-(sessions of page views with heartbeats, scrolls, clicks, web vitals, errors, goals; identified
-users; the last days sampled at weight 10), plus server events, crawl hits, ingest tallies and a
-second site's noise. Rows go in through COPY, so a million take seconds. Then every tool is
-called through the MCP layer (tools/call, default arguments: the last 30 days) `--repeat` times;
-the table shows the first call, then the fastest and the median of the others, in milliseconds
-(on a shared machine the fastest is the closest to the query's own cost).
+the migrations, and seeds one site, bench.example, with N events over the last 30 days shaped
+like real traffic (sessions of page views with heartbeats, scrolls, clicks, web vitals, errors,
+goals; identified users; the last days sampled at weight 10), plus server events, crawl hits,
+ingest tallies and a second site's noise. Rows go in through COPY, so a million take seconds.
+Then every tool is called through the MCP layer (tools/call, default arguments: the last 30
+days) `--repeat` times; the table shows the first call, then the fastest and the median of the
+others, in milliseconds (on a shared machine the fastest is the closest to the query's own
+cost).
 --indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES); without it
 they are dropped, so the table shows the schema as migrated.
 --cold adds a column: each tool called once over HTTP by a server just started with one worker
