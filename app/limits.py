@@ -8,6 +8,7 @@ stock decorator re-resolves its limit registry and re-parses the limit strings o
 which was a fifth of the CPU of a one-event POST /api/events (bench/README.md).
 """
 import functools
+import ipaddress
 import logging
 import threading
 import time
@@ -53,9 +54,26 @@ def _key_id() -> str:
     return str(g.key.id)
 
 
+def client_network() -> str:
+    """Whom a per-IP limit counts: the client's IPv4 address, or the /64 network of its IPv6
+    address. A subscriber or a host is given a whole /64 (RFC 6177), so counting each IPv6
+    address apart would give one client 2**64 budgets. An IPv4 address seen through a
+    dual-stack socket (::ffff:203.0.113.1) counts as that IPv4 address."""
+    address = get_remote_address()
+    if ":" not in address:
+        return address
+    try:
+        ip = ipaddress.IPv6Address(address)
+    except ValueError:  # not an address (a proxy's garbled X-Forwarded-For): counted as given
+        return address
+    if ip.ipv4_mapped:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.IPv6Network((ip, 64), strict=False))
+
+
 PER_KEY = RateLimit("RATE_LIMIT_KEY", "per-key", _key_id)  # every ingest endpoint
-PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", get_remote_address)  # tracking endpoints
-VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", get_remote_address)  # /api/validate
+PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network)  # tracking endpoints
+VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network)  # /api/validate
 MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _key_id)  # /api/mcp, per server key
 
 

@@ -128,6 +128,28 @@ def test_client_ip_through_proxy_fix(make_app, std_site, free_site, trusted, sep
         assert send(std_site, "198.51.100.7, 203.0.113.1").status_code == 429
 
 
+@pytest.mark.parametrize(("first", "second", "shared"), [
+    ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", True),  # one /64
+    ("2001:db8:1:2::1", "2001:db8:1:3::1", False),  # the next /64
+    ("203.0.113.1", "::ffff:203.0.113.1", True),  # IPv4 through a dual-stack socket
+    ("203.0.113.1", "203.0.113.2", False),
+    ("no:such:address", "no:such:address", True),  # a garbled header, counted as given
+])
+def test_an_ipv6_client_is_counted_per_64_network(make_app, std_site, first, second, shared):
+    client = make_app(TRUSTED_PROXIES=1, RATE_LIMIT_IP="2/minute").test_client()
+
+    def send(forwarded_for):
+        return events(client, std_site, **{"X-Forwarded-For": forwarded_for})
+
+    for _ in range(2):
+        assert send(first).status_code == 200
+    assert_limited(send(first))
+    if shared:
+        assert_limited(send(second))
+    else:
+        assert send(second).status_code == 200
+
+
 def test_validate_has_its_own_stricter_limit(make_app, std_site):
     client = make_app(RATE_LIMIT_VALIDATE="2/minute", RATE_LIMIT_IP="3/minute").test_client()
     for _ in range(2):
