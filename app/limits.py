@@ -8,6 +8,7 @@ stock decorator re-resolves its limit registry and re-parses the limit strings o
 which was a fifth of the CPU of a one-event POST /api/events (bench/README.md).
 """
 import functools
+import hashlib
 import ipaddress
 import logging
 import threading
@@ -26,6 +27,7 @@ from limits.strategies import FixedWindowRateLimiter
 
 from app.errors import ApiError
 from models.ingest_tally import REJECTED_429
+from models.instance_secret import InstanceSecret
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +40,21 @@ Counter = tuple[RateLimitItem, tuple[str, ...]]  # a limit's item and this reque
 @dataclass(frozen=True)
 class RateLimit:
     """A named limit: its value is the config entry `setting` (e.g. "6000/minute"); one budget
-    per `identity()` within `scope`, shared by every view the limit guards."""
+    per `identity()` within `scope`, shared by every view the limit guards. A `personal`
+    identity (a client's address) is counted under a pseudonym in a store outside the process
+    (`pseudonym`)."""
 
     setting: str
     scope: str
     identity: Callable[[], str]
+    personal: bool = False
 
     def counters(self) -> list[Counter]:
         """This request's counter for each of the limit's items ("6000/minute;100/second")."""
-        keys = _counter_keys(self.scope, self.identity())
+        identity = self.identity()
+        if self.personal and _store_is_shared:
+            identity = pseudonym(identity)
+        keys = _counter_keys(self.scope, identity)
         return [(item, keys) for item in _parse(current_app.config[self.setting])]
 
 
@@ -71,9 +79,21 @@ def client_network() -> str:
     return str(ipaddress.IPv6Network((ip, 64), strict=False))
 
 
+def pseudonym(identity: str) -> str:
+    """`identity` keyed-hashed (BLAKE2b) with the installation's secret, which lives in the
+    database: a store that writes its keys to disk (a Redis snapshot) or whose keys anyone can
+    list holds no client address, and every worker and host still counts a client under one
+    name. An address cannot be found by hashing all 2**32 of them without the secret."""
+    secret = current_app.extensions.get("egis_limit_secret")
+    if secret is None:
+        secret = current_app.extensions["egis_limit_secret"] = InstanceSecret.named("limits")
+    return hashlib.blake2b(identity.encode(), key=secret, digest_size=16).hexdigest()
+
+
 PER_KEY = RateLimit("RATE_LIMIT_KEY", "per-key", _key_id)  # every ingest endpoint
-PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network)  # tracking endpoints
-VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network)  # /api/validate
+# tracking endpoints; /api/validate
+PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network, personal=True)
+VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network, personal=True)
 MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _key_id)  # /api/mcp, per server key
 
 
@@ -204,6 +224,7 @@ class RedisCounters:
 
 
 _counting: OneByOne | RedisCounters = OneByOne()
+_store_is_shared = False  # the counters live outside this process (Redis, ...)
 
 
 def _retry_after(item: RateLimitItem, keys: tuple[str, ...]) -> int:
@@ -261,7 +282,8 @@ def init_app(app: Flask) -> None:
         app.config["RATELIMIT_STORAGE_OPTIONS"] = {
             **REDIS_TIMEOUTS, **app.config.get("RATELIMIT_STORAGE_OPTIONS", {})}
     limiter.init_app(app)
-    global _counting
+    global _counting, _store_is_shared
+    _store_is_shared = not isinstance(limiter.storage, MemoryStorage)
     # Only a single Redis server: in a cluster the keys of one request may live on different
     # nodes (one script cannot count them), and other strategies count differently.
     _counting = (RedisCounters(limiter.storage) if type(limiter.storage) is RedisStorage

@@ -5,11 +5,13 @@ from models.batch import Batch
 from models.crawl_hit import CrawlHit
 from models.event import Event
 from models.ingest_tally import IngestTally
+from models.instance_secret import InstanceSecret
 from models.server_event import ServerEvent
 from models.site import Site
 from models.usage import Usage
 
-ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally)
+ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
+              InstanceSecret)
 
 __all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IngestTally",
-           "JSONField", "ServerEvent", "Site", "Usage", "database"]
+           "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage", "database"]

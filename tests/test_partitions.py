@@ -230,7 +230,9 @@ def test_the_migration_keeps_every_row_and_its_id(populated_before_partitions):
     app = populated_before_partitions
     before = sorted(partition_of_rows(app))
     result = app.test_cli_runner().invoke(args=["db", "upgrade"])
-    assert result.stdout.strip() == "Applied: 0004_event_partitions", result.output
+    later = sorted(name[:-3] for name in os.listdir(MIGRATIONS_DIR) if name[:4] > "0004")
+    assert result.stdout.strip() == "Applied: " + ", ".join(["0004_event_partitions", *later]), \
+        result.output
     where = partition_of_rows(app)
     assert sorted(where) == before
     now = utcnow()

@@ -1,4 +1,5 @@
 """flask-limiter on the tracking endpoints: per key, per client IP, /api/validate, storage."""
+import hashlib
 import json
 import logging
 import subprocess
@@ -14,6 +15,7 @@ import redis
 from app import keys
 from app.limits import StoreHealth, store_health
 from models.api_key import WRITE
+from models.instance_secret import InstanceSecret
 from tests.conftest import REDIS_URL, free_port
 from tests.tracking.helpers import (
     assert_json_error,
@@ -211,6 +213,33 @@ def test_redis_counts_both_limits_in_one_round_trip_and_in_order(make_app, std_s
     assert stored_counts(app)["events"] == 4  # three batches of one event, and the goal
 
 
+def test_a_shared_store_holds_no_client_address(make_app, std_site, own_redis):
+    """In Redis a client is counted under a keyed hash of its address, the key a secret kept in
+    the database: a snapshot or a listing of the store shows no address, and the budgets hold."""
+    app = make_app(RATELIMIT_STORAGE_URI=own_redis.url, TRUSTED_PROXIES=1,
+                   RATE_LIMIT_IP="2/minute", RATE_LIMIT_VALIDATE="1/minute")
+    client = app.test_client()
+
+    def validate(forwarded_for):
+        return client.get("/api/validate",
+                          headers=std_site.write_headers(**{"X-Forwarded-For": forwarded_for}))
+
+    for address in ("2001:db8:7:7::1", "2001:db8:7:7::2"):
+        assert events(client, std_site, **{"X-Forwarded-For": address}).status_code == 200
+    assert_limited(events(client, std_site, **{"X-Forwarded-For": "2001:db8:7:7::3"}))
+    assert events(client, std_site, **{"X-Forwarded-For": "198.51.100.9"}).status_code == 200
+    assert validate("198.51.100.9").status_code == 200
+    assert_limited(validate("198.51.100.9"))
+
+    keys = list(redis.Redis.from_url(own_redis.url, decode_responses=True).scan_iter())
+    assert not [key for key in keys if "2001" in key or "198.51" in key], keys
+    with db(app):
+        secret = InstanceSecret.named("limits")
+    for network, counters in (("2001:db8:7:7::/64", 1), ("198.51.100.9", 2)):  # per-ip, validate
+        pseudonym = hashlib.blake2b(network.encode(), key=secret, digest_size=16).hexdigest()
+        assert len([key for key in keys if f"/{pseudonym}/" in key]) == counters, keys
+
+
 def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
     status, response_headers, payload = post_live(url, body, headers, timeout=10)
     if status == 429:
@@ -225,13 +254,35 @@ def post_concurrently(url: str, site, requests: int, threads: int = 4) -> list[i
                              range(requests)))
 
 
+def workers_that_served(server, route: str) -> set[int]:
+    """The process ids of the workers whose request log shows `route`."""
+    lines = (json.loads(line) for line in server.log().splitlines() if line.startswith("{"))
+    return {line["pid"] for line in lines if line.get("route") == route}
+
+
+def wait_for_workers(server, workers: int) -> None:
+    """Poll /healthz, several clients at once, until `workers` workers have answered it (a
+    worker still importing the app takes no requests)."""
+    deadline = time.monotonic() + 30
+    while len(workers_that_served(server, "/healthz")) < workers:
+        assert time.monotonic() < deadline, server.log()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: urllib.request.urlopen(f"{server.url}/healthz", timeout=10)
+                          .read(), range(8)))
+
+
 @pytest.mark.slow
-def test_two_workers_share_one_count_through_redis(start_server, app, std_site, redis_prefix):
+@pytest.mark.parametrize("limit", ["EGIS_RATE_LIMIT_KEY", "EGIS_RATE_LIMIT_IP"])
+def test_two_workers_share_one_count_through_redis(start_server, app, std_site, redis_prefix,
+                                                   limit):
+    """Per client IP too: both workers name the client by the one secret in the database."""
     server = start_server(workers=2, env={
         "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL, "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix,
-        "EGIS_RATE_LIMIT_KEY": "5/minute"})
+        limit: "5/minute"})
+    wait_for_workers(server, 2)
     statuses = post_concurrently(server.url, std_site, 24)
     assert statuses.count(200) == 5 and statuses.count(429) == 19, statuses
+    assert len(workers_that_served(server, "/api/events")) == 2
     assert stored_counts(app)["events"] == 5
     assert tallies(app) == {"rejected_429": 19}
 
