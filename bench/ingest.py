@@ -107,13 +107,15 @@ BACKEND_TITLE = re.compile(r"postgres: .*?: \S+ (\S+) (?:\[local\]|[0-9a-f.:]+\(
 
 
 def cpu_ticks(database: str | None = None) -> dict[str, int]:
-    """CPU time (clock ticks, user + system) of each web server (by command line), PostgreSQL,
-    wrk and the machine. With `database`, backends serving other databases (other people's
-    work on a shared server) are left out of PostgreSQL's share."""
+    """CPU time (clock ticks, user + system) of each web server this benchmark started (by
+    command line, among its descendants), PostgreSQL, wrk and the machine. With `database`,
+    backends serving other databases (other people's work on a shared server) are left out of
+    PostgreSQL's share."""
     postgres_uid = pwd.getpwnam("postgres").pw_uid
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk, once it has been waited for
     totals = dict.fromkeys((*SERVER_COMMANDS, "postgres"), 0)
     totals["wrk"] = round((children.ru_utime + children.ru_stime) * os.sysconf("SC_CLK_TCK"))
+    processes = {}  # pid: (parent pid, command line, owner, ticks used)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmd:
@@ -122,10 +124,13 @@ def cpu_ticks(database: str | None = None) -> dict[str, int]:
             uid = os.stat(f"/proc/{pid}").st_uid
         except OSError:
             continue
-        used = int(fields[11]) + int(fields[12])
+        processes[int(pid)] = (int(fields[1]), command, uid, int(fields[11]) + int(fields[12]))
+    ours = descendants(os.getpid(), processes)
+    for pid, (_parent, command, uid, used) in processes.items():
         server = next((name for name in SERVER_COMMANDS if name in command), None)
         if server:
-            totals[server] += used
+            if pid in ours:
+                totals[server] += used
         elif uid == postgres_uid:
             backend = BACKEND_TITLE.match(command)
             if database is None or backend is None or backend.group(1) == database:
@@ -135,6 +140,20 @@ def cpu_ticks(database: str | None = None) -> dict[str, int]:
     totals["busy"] = sum(cpu) - cpu[3] - cpu[4]
     totals["all"] = sum(cpu)
     return totals
+
+
+def descendants(root: int, processes: dict[int, tuple]) -> set[int]:
+    """The pids under `root` in `processes` (pid: (parent pid, ...)): a server's master, its
+    workers, their children."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, *_rest) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    found, waiting = set(), [root]
+    while waiting:
+        for child in children.get(waiting.pop(), ()):
+            found.add(child)
+            waiting.append(child)
+    return found
 
 
 def flask(*args: str, env: dict[str, str]) -> str:
