@@ -1,0 +1,135 @@
+"""Instructions per request, counted by valgrind: figures that do not swing with the machine.
+
+    python bench/instructions.py [--requests 400]
+
+wrk's requests/s on this machine move by up to 40 % within minutes, so a change worth a few per
+cent of a request cannot be seen there. valgrind's callgrind counts the instructions the CPU
+executes instead, and gives the same count, to a tenth of a per cent, for the same code and
+inputs whatever else the machine is doing. For each load (the no-op GET /healthz, a one-event
+batch, a five-event gzip batch as the tracker sends it) this creates a database of its own
+(egis_instructions_<pid>, dropped at the end) with a site and a write key, then runs the WSGI
+app in one Python process under callgrind: the app is built and warmed up, and `--requests`
+requests, each a new batch, are passed to it as a WSGI server would. Only those requests are
+counted (callgrind collects inside one `eval`, which nothing else calls). Counted: the app's
+Python and C code and the database client, in this process. Not counted: the WSGI server's own
+HTTP work, the kernel (socket writes, the log line's write) and PostgreSQL's side. Needs
+valgrind (Debian's package); takes about a minute per load.
+"""
+import argparse
+import gzip
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False),
+         "POST /api/events, 1 event": ("/api/events", 1, False),
+         "POST /api/events, 5 events, gzip": ("/api/events", 5, True)}
+USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+              "Chrome/140.0.0.0 Safari/537.36")
+
+
+def batch_body(number: int, per_batch: int, compressed: bool) -> bytes:
+    """A batch as bench/ingest.lua sends it, its id new for each `number`."""
+    events = [{"type": "pageview", "timestamp": 1763700000000,
+               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
+               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
+              for i in range(1, per_batch + 1)]
+    body = json.dumps({"id": f"instructions-{os.getpid()}-{number}",
+                       "sessionId": f"s-{number % 100}", "anonymousId": "a-1",
+                       "timestamp": 1763700001000, "compressed": compressed,
+                       "events": events}).encode()
+    return gzip.compress(body, compresslevel=6) if compressed else body
+
+
+def wsgi_environ(path: str, key: str, body: bytes, compressed: bool) -> dict:
+    environ = {"REQUEST_METHOD": "POST" if body else "GET", "PATH_INFO": path,
+               "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+               "HTTP_HOST": "127.0.0.1:8000", "HTTP_USER_AGENT": USER_AGENT,
+               "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
+               "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True,
+               "wsgi.run_once": False, "wsgi.version": (1, 0)}
+    if body:
+        environ.update({"CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
+                        "HTTP_X_API_KEY": key})
+    if compressed:
+        environ["HTTP_CONTENT_ENCODING"] = "gzip"
+    return environ
+
+
+def serve_requests(load: str, key: str, count: int) -> None:
+    """Under callgrind: build the app, warm it up, then answer `count` requests inside the one
+    `eval` that callgrind counts."""
+    from app.crawlers import user_agents
+    from wsgi import app
+
+    path, per_batch, compressed = LOADS[load]
+
+    def environs(first: int) -> list[dict]:
+        return [wsgi_environ(path, key, batch_body(first + number, per_batch, compressed)
+                             if per_batch else b"", compressed) for number in range(count)]
+
+    def answer(environ: dict) -> None:
+        statuses = []
+        chunks = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
+        b"".join(chunks)
+        getattr(chunks, "close", lambda: None)()
+        if not statuses[0].startswith("200"):
+            raise RuntimeError(f"{load}: {statuses[0]}")
+
+    user_agents.warm_up()
+    for environ in environs(count):  # caches, pooled connection, prepared statement
+        answer(environ)
+    measured = environs(0)
+    eval(compile("for environ in measured: answer(environ)", "measured", "exec"),
+         {"measured": measured, "answer": answer})
+
+
+def count_instructions(load: str, key: str, env: dict[str, str], count: int) -> int:
+    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+               "--toggle-collect=builtin_eval", "--callgrind-out-file=/dev/null",
+               sys.executable, __file__, "--serve", load, "--key", key,
+               "--requests", str(count)]
+    # The same hash seed in every run: dict and set layouts, and so the counts, repeat.
+    result = subprocess.run(command, cwd=ROOT, env={**env, "PYTHONHASHSEED": "0"},
+                            capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--serve", choices=LOADS, help=argparse.SUPPRESS)
+    parser.add_argument("--key", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        sys.path.insert(0, str(ROOT))
+        serve_requests(args.serve, args.key, args.requests)
+        return
+
+    from ingest import bench_env, create_bench_site
+    from pg import admin, database_url, run_database
+
+    db_name = run_database("instructions")
+    env = bench_env(database_url(db_name), 8000, 1, 1)
+    try:
+        key = create_bench_site(db_name, env)
+        counts = {load: count_instructions(load, key, env, args.requests) / args.requests
+                  for load in LOADS}
+    finally:
+        admin(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
+    noop = counts["GET /healthz (no-op)"]
+    print(f"\n{args.requests} requests each, in one process under callgrind\n")
+    print("| load | instructions per request | vs the no-op |")
+    print("|---|---|---|")
+    for load, instructions in counts.items():
+        print(f"| {load} | {instructions:,.0f} | {instructions / noop:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
