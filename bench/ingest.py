@@ -42,25 +42,31 @@ DB_NAME = run_database("bench")
 DB_URL = database_url(DB_NAME)
 
 
+def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed: bool) -> bytes:
+    """A batch of `per_batch` page views as bench/ingest.lua sends it, gzip-compressed as the
+    tracker sends it when `compressed`."""
+    events = [{"type": "pageview", "timestamp": 1763700000000,
+               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
+               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
+              for i in range(per_batch)]
+    body = json.dumps({"id": batch_id, "sessionId": f"s-{run}-{number % 100}",
+                       "anonymousId": f"a-{run}", "timestamp": 1763700001000,
+                       "compressed": compressed, "events": events}).encode()
+    return gzip.compress(body, compresslevel=6) if compressed else body
+
+
 def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str,
                       uuid_ids: bool = False) -> dict[str, str]:
     """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua.
 
     The ids are `run-number`, or random UUIDs as the tracker sends them with `uuid_ids`.
     """
-    events = [{"type": "pageview", "timestamp": 1763700000000,
-               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
-               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
-              for i in range(per_batch)]
     bodies_path, index_path = f"{directory}/bodies", f"{directory}/index"
     offset = 0
     with open(bodies_path, "wb") as bodies, open(index_path, "w") as index:
         for number in range(count):
             batch_id = str(uuid.uuid4()) if uuid_ids else f"{run}-{number}"
-            body = gzip.compress(json.dumps({
-                "id": batch_id, "sessionId": f"s-{run}-{number % 100}",
-                "anonymousId": f"a-{run}", "timestamp": 1763700001000, "compressed": True,
-                "events": events}).encode(), compresslevel=6)
+            body = batch_body(batch_id, run, number, per_batch, compressed=True)
             bodies.write(body)
             index.write(f"{offset} {len(body)}\n")
             offset += len(body)

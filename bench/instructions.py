@@ -16,9 +16,7 @@ HTTP work, the kernel (socket writes, the log line's write) and PostgreSQL's sid
 valgrind (Debian's package); takes about a minute per load.
 """
 import argparse
-import gzip
 import io
-import json
 import os
 import re
 import subprocess
@@ -31,19 +29,6 @@ LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False),
          "POST /api/events, 5 events, gzip": ("/api/events", 5, True)}
 USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/140.0.0.0 Safari/537.36")
-
-
-def batch_body(number: int, per_batch: int, compressed: bool) -> bytes:
-    """A batch as bench/ingest.lua sends it, its id new for each `number`."""
-    events = [{"type": "pageview", "timestamp": 1763700000000,
-               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
-               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
-              for i in range(1, per_batch + 1)]
-    body = json.dumps({"id": f"instructions-{os.getpid()}-{number}",
-                       "sessionId": f"s-{number % 100}", "anonymousId": "a-1",
-                       "timestamp": 1763700001000, "compressed": compressed,
-                       "events": events}).encode()
-    return gzip.compress(body, compresslevel=6) if compressed else body
 
 
 def wsgi_environ(path: str, key: str, body: bytes, compressed: bool) -> dict:
@@ -65,14 +50,18 @@ def wsgi_environ(path: str, key: str, body: bytes, compressed: bool) -> dict:
 def serve_requests(load: str, key: str, count: int) -> None:
     """Under callgrind: build the app, warm it up, then answer `count` requests inside the one
     `eval` that callgrind counts."""
+    from ingest import batch_body
+
     from app.crawlers import user_agents
     from wsgi import app
 
     path, per_batch, compressed = LOADS[load]
 
     def environs(first: int) -> list[dict]:
-        return [wsgi_environ(path, key, batch_body(first + number, per_batch, compressed)
-                             if per_batch else b"", compressed) for number in range(count)]
+        return [wsgi_environ(path, key, batch_body(f"instructions-{os.getpid()}-{first + number}",
+                                                   "instructions", first + number, per_batch,
+                                                   compressed) if per_batch else b"", compressed)
+                for number in range(count)]
 
     def answer(environ: dict) -> None:
         statuses = []
