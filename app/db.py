@@ -2,6 +2,7 @@
 import os
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from flask import Flask, current_app, request
 from peewee import Database, OperationalError, PostgresqlDatabase, ProgrammingError
@@ -76,6 +77,7 @@ def make_database(url: str, max_connections: int = 8) -> Database:
             # A database that stops answering must not hold a worker until gunicorn kills it.
             keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
             options="-c statement_timeout=15000",
+            **_without_gssapi_probe(url),
         )
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
@@ -88,6 +90,18 @@ def make_database(url: str, max_connections: int = 8) -> Database:
             pragmas={"journal_mode": "wal", "busy_timeout": 10000, "foreign_keys": 1},
         )
     raise ValueError(f"DATABASE_URL must be postgresql://... or sqlite:///...; got {scheme!r}")
+
+
+def _without_gssapi_probe(url: str) -> dict[str, str]:
+    """gssencmode=disable unless the URL or PGGSSENCMODE says otherwise.
+
+    libpq's default (prefer) looks for Kerberos credentials on each new connection, to offer
+    GSSAPI encryption: that loads the Kerberos libraries into every worker (~1 MiB of its
+    resident memory, bench/README.md "Sixth pass") for a setup egis does not document.
+    """
+    if "gssencmode" in parse_qs(urlsplit(url).query) or "PGGSSENCMODE" in os.environ:
+        return {}
+    return {"gssencmode": "disable"}
 
 
 def is_postgres() -> bool:

@@ -370,7 +370,7 @@ def main() -> None:
               f"{result['p99']} | {result['non2xx']} | {cpu[args.server]:.2f} / "
               f"{cpu['postgres']:.2f} / {cpu['wrk']:.2f} | {result['busy']:.0%} |")
     print("\nper worker, MiB (peak RSS / PSS / unique at the end): " + ", ".join(
-        f"{worker['peak_rss']:.0f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+        f"{worker['peak_rss']:.1f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
         for worker in memory))
 
 

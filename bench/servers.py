@@ -138,7 +138,7 @@ def main() -> None:
               f"{spread([c['postgres'] for c in cpu], '{:.2f}')} |")
     for name, workers in memory.items():
         print(f"\n{name} workers, MiB (peak RSS / PSS / unique): " + ", ".join(
-            f"{worker['peak_rss']:.0f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+            f"{worker['peak_rss']:.1f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
             for worker in workers))
 
 

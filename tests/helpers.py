@@ -1,8 +1,9 @@
-"""Shared by the server-key endpoint tests: posting raw JSON, reading rows, dumping the database,
-racing threads."""
+"""Shared by the tests: posting raw JSON, reading rows, dumping the database, racing threads,
+running a script in a fresh interpreter."""
 import gzip
 import json
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from flask import Flask
 
 from models import database
 
+ROOT = Path(__file__).resolve().parent.parent
 JSON = "application/json"
 T = TypeVar("T")
 
@@ -67,6 +69,14 @@ def database_bytes(database_url: str) -> bytes:
     command = ["pg_dump", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432),
                "-U", url.username or "postgres", url.path.lstrip("/")]
     return subprocess.run(command, check=True, capture_output=True, timeout=60).stdout
+
+
+def in_fresh_interpreter(script: str, *arguments: str) -> Any:
+    """Run `script` in a new Python process at the project root; the JSON its last line prints."""
+    run = subprocess.run([sys.executable, "-c", script, *arguments], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
 
 
 def call_tool(client, server_key: str, tool: str, **arguments: Any) -> dict[str, Any]:

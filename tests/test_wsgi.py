@@ -22,7 +22,15 @@ from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
 from app.db import make_database
-from tests.conftest import ROOT, WSGI_SERVER, free_port, launch, stop_server
+from tests.conftest import (
+    BACKEND,
+    PG_ADMIN_URL,
+    ROOT,
+    WSGI_SERVER,
+    free_port,
+    launch,
+    stop_server,
+)
 from tests.reliability.cluster import children
 from tests.test_metrics import samples, value
 from tests.tracking.helpers import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
@@ -51,6 +59,25 @@ def test_postgresql_url_gives_a_pool(monkeypatch):
         assert db.connect_params["connect_timeout"] > 0
     with pytest.raises(ValueError, match="DATABASE_URL"):
         make_database("mysql://u@127.0.0.1/x")
+
+
+@pytest.mark.skipif(BACKEND != "postgres", reason="libpq's connection settings")
+@pytest.mark.parametrize(("query", "environment", "expected"), [
+    ("", None, "disable"),
+    ("?gssencmode=prefer", None, "prefer"),
+    ("", "prefer", "prefer"),
+])
+def test_no_gssapi_probe_unless_asked_for(monkeypatch, query, environment, expected):
+    if environment is None:
+        monkeypatch.delenv("PGGSSENCMODE", raising=False)
+    else:
+        monkeypatch.setenv("PGGSSENCMODE", environment)
+    db = make_database(PG_ADMIN_URL + query, max_connections=1)
+    db.connect()
+    try:
+        assert db.connection().get_dsn_parameters()["gssencmode"] == expected
+    finally:
+        db.close_all()
 
 
 def test_config_from_prefixed_env(monkeypatch, tmp_path):

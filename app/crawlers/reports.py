@@ -11,16 +11,21 @@ The reported IP address only names the network (app.crawlers.networks) and, when
 EGIS_VERIFY_CRAWLERS is on, checks a crawler's claim by reverse DNS plus forward confirmation
 (app.crawlers.verify). It is never stored, logged or echoed: nothing in this module logs.
 """
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flask import Flask
 
 from app.crawlers import user_agents
 from app.crawlers.networks import network_of
-from app.crawlers.verify import CrawlerVerifier, verifier_from_setting
 from models import CrawlHit
 from models.site import utcnow
+
+if TYPE_CHECKING:
+    from app.crawlers.verify import CrawlerVerifier
 
 # Column widths of models.crawl_hit.
 MAX_STORED_USER_AGENT = 512
@@ -70,6 +75,9 @@ def verifier_for(app: Flask) -> CrawlerVerifier | None:
         return None
     verifier = app.extensions.get(_VERIFIER)
     if verifier is None:
+        # Imported only when on: dnspython is 56 modules, 2.3 MiB in every worker otherwise.
+        from app.crawlers.verify import verifier_from_setting
+
         built = verifier_from_setting(app.config["DNS_SERVER"], float(app.config["DNS_TIMEOUT"]))
         verifier = app.extensions.setdefault(_VERIFIER, built)
     return verifier

@@ -12,13 +12,18 @@ Exponents: ISO 4217 minor units. Babel's `get_currency_precision` (CLDR "digits"
 ISO 4217 except for a few currencies where CLDR records how they are used in practice (no coins
 below the major unit); for those `_ISO_4217_EXPONENT_OVERRIDES` restores the ISO value, because
 payment processors and accounting exports use ISO minor units.
+
+Both tables are read from Babel once, at import, and kept as one small dict. Babel then holds
+all of CLDR's global data (time zones, languages, scripts, ...: ~2.5 MiB in every worker) for
+any later call; nothing else in egis calls it, so that cache is let go (bench/README.md, "Sixth
+pass"). A later Babel call would simply load it again.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from babel.core import get_global
+import babel.core
 from babel.numbers import get_currency_precision, get_territory_currencies
 
 __all__ = [
@@ -55,14 +60,17 @@ class MoneyError(ValueError):
     """An amount or currency that cannot be recorded exactly."""
 
 
-def _load_active_currencies() -> frozenset[str]:
-    territories = get_global("territory_currencies")
-    return frozenset(
-        code for territory in territories for code in get_territory_currencies(territory)
-    )
+def _load_exponents() -> dict[str, int]:
+    """Each active currency's ISO 4217 exponent."""
+    territories = babel.core.get_global("territory_currencies")
+    active = {code for territory in territories for code in get_territory_currencies(territory)}
+    return {code: _ISO_4217_EXPONENT_OVERRIDES.get(code, get_currency_precision(code))
+            for code in active}
 
 
-_ACTIVE_CURRENCIES = _load_active_currencies()
+_EXPONENTS = _load_exponents()
+_ACTIVE_CURRENCIES = frozenset(_EXPONENTS)
+babel.core._global_data = None  # Babel's cache of CLDR's global data: see above
 
 
 def active_currencies() -> frozenset[str]:
@@ -83,12 +91,7 @@ def normalize_currency(code: str) -> str:
 
 def currency_exponent(code: str) -> int:
     """ISO 4217 minor-unit exponent of an active currency (USD 2, JPY 0, BHD 3)."""
-    return _exponent(normalize_currency(code))
-
-
-def _exponent(normalized: str) -> int:
-    override = _ISO_4217_EXPONENT_OVERRIDES.get(normalized)
-    return override if override is not None else get_currency_precision(normalized)
+    return _EXPONENTS[normalize_currency(code)]
 
 
 def _check_amount_type(amount: object) -> Decimal:
@@ -106,7 +109,7 @@ def to_minor_units(amount: Decimal, currency: str) -> int:
     """
     value = _check_amount_type(amount)
     code = normalize_currency(currency)
-    exponent = _exponent(code)
+    exponent = _EXPONENTS[code]
     if not value.is_finite():
         raise MoneyError("amount must be a finite number")
     if value.is_zero():

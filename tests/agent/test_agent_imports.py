@@ -4,13 +4,7 @@ The app does not import the agent layer (the first /api/mcp call does), and the 
 not import the mcp SDK's client and server: app.agent.sdk loads the one module it needs apart
 from the package (bench/README.md, "Memory per worker").
 """
-import subprocess
-import sys
-from pathlib import Path
-
-import orjson
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import in_fresh_interpreter
 
 FRESH_WORKER = """
 import sys
@@ -42,10 +36,7 @@ print(orjson.dumps({
 
 
 def test_the_agent_layer_loads_only_the_sdk_pieces_it_uses():
-    run = subprocess.run([sys.executable, "-c", FRESH_WORKER], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    report = orjson.loads(run.stdout.splitlines()[-1])
+    report = in_fresh_interpreter(FRESH_WORKER)
     assert report["imported_with_app"] is False
     # The SDK's request ladder works as loaded: it answers, and it rejects a header that
     # contradicts the body with its own error code.
