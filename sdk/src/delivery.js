@@ -107,19 +107,22 @@ export function createDelivery(post, store, context, newId, gzip) {
   /**
    * The page is hidden, and may be leaving: the batches that fit in the keepalive budget are
    * sent with keepalive and uncompressed (compression is asynchronous, and a leaving page may
-   * not live to finish it). The browser delivers them even after the page is gone, so they leave
-   * the store, and come back to it only if an answer says to retry. That includes batches that
-   * an ordinary request is sending: a leaving page cancels it (or never sends it, while it is
-   * being compressed), and the service stores a batch id once. What does not fit, and what
-   * waits to retry, stays stored for the next page, should this one be gone.
+   * not live to finish it). The browser delivers them even after the page is gone. The idle
+   * ones leave the store, so that the next page does not send them again, and come back to it
+   * only if an answer says to retry. Batches that an ordinary request is sending go too (a
+   * leaving page cancels that request, or never sends it while it is being compressed), but
+   * stay stored until an answer settles them: such a request may be one of the retries of an
+   * outage, and if its keepalive copy fails after the page is gone, the next page still has it
+   * (rarely sent twice; the service stores a batch id once). What does not fit, and what waits
+   * to retry, stays stored for the next page, should this one be gone.
    */
   function hide() {
     seal();
     if (stopped || retryTimer) return;
-    const idle = [...entries.values()].filter((entry) => entry.sending != 'keepalive').map((entry) => [entry, body(entry.batch, false)]);
-    for (const [entry, text] of pickWithinBudget(idle, KEEPALIVE_BUDGET - keepaliveBytes, ([, text]) => byteLength(text))) {
+    const unsent = [...entries.values()].filter((entry) => entry.sending != 'keepalive').map((entry) => [entry, body(entry.batch, false)]);
+    for (const [entry, text] of pickWithinBudget(unsent, KEEPALIVE_BUDGET - keepaliveBytes, ([, text]) => byteLength(text))) {
+      if (!entry.sending) store.remove(entry.batch.id);
       attempt(entry, text, true);
-      store.remove(entry.batch.id);
     }
   }
 

@@ -166,7 +166,7 @@ test('batches an earlier page left in the store are sent by the next page', asyn
   assert.deepEqual(next.store.all(), []);
 });
 
-test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too; waiting ones stay stored', async () => {
+test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too (and stay stored until answered); waiting ones stay stored', async () => {
   const pending = [];
   const requests = [];
   const { delivery, store } = setup({
@@ -184,20 +184,39 @@ test('page hide: batches go with keepalive, uncompressed, those in ordinary requ
   assert.deepEqual(requests.slice(2).map((r) => [r.batch.id, r.keepalive, r.gzipped, r.batch.compressed]),
     [['batch1', true, false, false], ['batch2', true, false, false], ['batch3', true, false, false]]);
   assert.equal(requests[4].batch.events.length, 1);
-  // The browser delivers keepalive requests after the page is gone: those batches leave the store.
-  assert.deepEqual(store.all(), []);
+  // The browser delivers keepalive requests after the page is gone: the idle batch leaves the
+  // store; those that were in flight stay until an answer settles them.
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch2']);
   delivery.hide();
   assert.equal(requests.length, 5, 'a batch already going with keepalive is not sent again');
 
   for (const resolve of pending.splice(0, 2)) resolve({ status: 0 });
   await tick();
-  assert.deepEqual(store.all(), [], 'a cancelled ordinary request does not count: its keepalive copy decides');
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch2'], 'a cancelled ordinary request does not count: its keepalive copy decides');
   pending.shift()({ status: 503 });
+  pending.shift()({ status: 200, body: { success: true, count: 50 } });
   await tick();
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1'], 'stored: batch1 to retry; batch2 answered');
   delivery.add(event(102));
   delivery.hide();
   assert.equal(requests.length, 5, 'waiting to retry: hide sends nothing');
   assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch4'], 'the queued event is stored, as a batch');
+});
+
+test('a batch in flight when the page leaves is sent again by the next page if its keepalive copy fails', async () => {
+  const storage = memoryStorage();
+  const sent = [];
+  // Never answered in this page: it leaves while they are in flight, and the keepalive copy's
+  // answer (a 503, say) reaches no code.
+  const leaving = setup({ storage, post: (text, keepalive) => sent.push(keepalive) && new Promise(() => {}) });
+  leaving.delivery.add(event(1));
+  leaving.delivery.flush();
+  leaving.delivery.hide();
+  assert.deepEqual(sent, [false, true]);
+  const next = setup({ storage });
+  await next.delivery.flush();
+  assert.deepEqual(next.requests.map((r) => r.batch.id), ['batch1']);
+  assert.deepEqual(next.store.all(), []);
 });
 
 test('page hide splits the idle batches under the budget; what does not fit stays stored', async () => {

@@ -3,7 +3,8 @@
 The browser talks to the proxy as if it were egis (/tracker.js and the API). For POST
 /api/events the test decides, request by request, what happens: passed through, refused with a
 503 before egis sees it, a 503 *after* egis stored it (the client must retry with the same batch
-id, and egis must store it once), or the connection dropped without an answer (a network error).
+id, and egis must store it once), the connection dropped without an answer (a network error), or
+held unanswered until the test calls `release()`, then a 503 (a request still in flight).
 Everything else is passed through. Each event batch that reached the proxy is recorded, decoded
 (gzip included), so tests assert on what was sent without trusting the page.
 """
@@ -17,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-PASS, FAIL_BEFORE, FAIL_AFTER, DROP = "pass", "fail-before", "fail-after", "drop"
+PASS, FAIL_BEFORE, FAIL_AFTER, DROP, STALL = "pass", "fail-before", "fail-after", "drop", "stall"
+STALL_LIMIT_SECONDS = 60  # a stalled request a test forgot to release still ends
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
               "proxy-connection", "content-length", "host"}
 
@@ -43,6 +45,7 @@ class FlakyProxy:
     actions: deque[str] = field(default_factory=deque)
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    released: threading.Event = field(default_factory=threading.Event)
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -55,17 +58,18 @@ class FlakyProxy:
         with self.lock:
             self.actions.extend(actions)
 
-    def next_action(self) -> str:
+    def admit(self, path: str, headers: dict[str, str], batch: dict[str, Any] | None
+              ) -> Received:
+        """Record an event POST with the action it meets: both under one lock, so that the
+        order of `received` is the order in which the actions were handed out."""
         with self.lock:
-            return self.actions.popleft() if self.actions else PASS
+            item = Received(path, headers, batch, self.actions.popleft() if self.actions else PASS)
+            self.received.append(item)
+            return item
 
     def batches(self) -> list[dict[str, Any]]:
         with self.lock:
             return [item.batch for item in self.received if item.batch is not None]
-
-    def record(self, item: Received) -> None:
-        with self.lock:
-            self.received.append(item)
 
     def start(self) -> "FlakyProxy":
         self.server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -73,7 +77,12 @@ class FlakyProxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
+    def release(self) -> None:
+        """Answer the stalled requests (503), and any later one at once."""
+        self.released.set()
+
     def stop(self) -> None:
+        self.release()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
@@ -130,17 +139,18 @@ def _handler_for(proxy: FlakyProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             is_batch = self.command == "POST" and self.path.startswith("/api/events")
-            action = proxy.next_action() if is_batch else PASS
             received = None
             if is_batch:
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                received = Received(self.path, headers, _decoded_batch(headers, body), action)
-                proxy.record(received)
+                received = proxy.admit(self.path, headers, _decoded_batch(headers, body))
+            action = received.action if received is not None else PASS
             if action == DROP:
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
-            if action == FAIL_BEFORE:
+            if action == STALL:
+                proxy.released.wait(STALL_LIMIT_SECONDS)
+            if action in (FAIL_BEFORE, STALL):
                 self._unavailable()
                 return
             status, headers, answer = self._forward(body)
