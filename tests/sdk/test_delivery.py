@@ -136,9 +136,9 @@ def test_a_batch_in_flight_when_the_page_is_left_is_not_lost(app, std, tracked, 
     egis.fail_next(STALL, FAIL_BEFORE)
     _track(page, "mid-flight")
     page.evaluate("() => { egis.flush() }")  # not awaited: it resolves when answered
-    wait_for(lambda: _attempts(egis).get(egis.received[-1].batch["id"]) == [STALL],
-             what="the stalled request")
-    stalled_id = egis.received[-1].batch["id"]
+    (stalled,) = wait_for(lambda: [item for item in list(egis.received) if item.action == STALL],
+                          what="the stalled request")
+    stalled_id = stalled.batch["id"]
     page.goto(pages.url(LEAVE))
     wait_for(lambda: _attempts(egis)[stalled_id] == [STALL, FAIL_BEFORE],
              what="the keepalive copy, refused", seen=lambda: _attempts(egis))
