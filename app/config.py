@@ -33,6 +33,8 @@ DEFAULTS: dict[str, Any] = {
     # How long a worker trusts its cached view of a site's month usage before re-reading it.
     "USAGE_CACHE_SECONDS": 5,
     "DB_MAX_CONNECTIONS": 8,
+    # How often a worker writes its counts of what was not stored (app.tally); 0: at once.
+    "TALLY_FLUSH_SECONDS": 1.0,
     # PostgreSQL: concurrent requests of a worker share one commit (app.tracking.writer).
     "GROUP_COMMIT": True,
     "VERIFY_CRAWLERS": False,

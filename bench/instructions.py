@@ -1,6 +1,6 @@
 """Instructions per request, counted by valgrind: figures that do not swing with the machine.
 
-    python bench/instructions.py [--requests 400]
+    python bench/instructions.py [--requests 400] [--cpu]
 
 wrk's requests/s on this machine move by up to 40 % within minutes, so a change worth a few per
 cent of a request cannot be seen there. valgrind's callgrind counts the instructions the CPU
@@ -14,6 +14,15 @@ counted (callgrind collects inside one `eval`, which nothing else calls). Counte
 Python and C code and the database client, in this process. Not counted: the WSGI server's own
 HTTP work, the kernel (socket writes, the log line's write) and PostgreSQL's side. Needs
 valgrind (Debian's package); takes about a minute per load.
+
+The last load sends again, after the warm-up, the very batches the warm-up stored: each request
+is a duplicate (a tracker's retry whose first answer was lost, or the keepalive copy of a batch
+in flight when its page was left).
+
+With --cpu, the same requests run without valgrind and the process's CPU time (user and
+system, `time.process_time`) is read around them instead: milliseconds per request, what the
+app costs a server's worker on top of the server's own HTTP work. These swing with the machine
+like any time; read them against the no-op of the same run.
 """
 import argparse
 import io
@@ -21,12 +30,15 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False),
-         "POST /api/events, 1 event": ("/api/events", 1, False),
-         "POST /api/events, 5 events, gzip": ("/api/events", 5, True)}
+# load: (path, events per batch, gzip, a duplicate of a stored batch)
+LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False),
+         "POST /api/events, 1 event": ("/api/events", 1, False, False),
+         "POST /api/events, 5 events, gzip": ("/api/events", 5, True, False),
+         "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True)}
 USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/140.0.0.0 Safari/537.36")
 
@@ -47,15 +59,15 @@ def wsgi_environ(path: str, key: str, body: bytes, compressed: bool) -> dict:
     return environ
 
 
-def serve_requests(load: str, key: str, count: int) -> None:
-    """Under callgrind: build the app, warm it up, then answer `count` requests inside the one
-    `eval` that callgrind counts."""
+def serve_requests(load: str, key: str, count: int) -> float:
+    """Build the app, warm it up, then answer `count` requests inside the one `eval` that
+    callgrind counts; returns the CPU seconds those requests took."""
     from ingest import batch_body
 
     from app.crawlers import user_agents
     from wsgi import app
 
-    path, per_batch, compressed = LOADS[load]
+    path, per_batch, compressed, duplicate = LOADS[load]
 
     def environs(first: int) -> list[dict]:
         return [wsgi_environ(path, key, batch_body(f"instructions-{os.getpid()}-{first + number}",
@@ -74,9 +86,11 @@ def serve_requests(load: str, key: str, count: int) -> None:
     user_agents.warm_up()
     for environ in environs(count):  # caches, pooled connection, prepared statement
         answer(environ)
-    measured = environs(0)
+    measured = environs(count if duplicate else 0)
+    started = time.process_time()
     eval(compile("for environ in measured: answer(environ)", "measured", "exec"),
          {"measured": measured, "answer": answer})
+    return time.process_time() - started
 
 
 def count_instructions(load: str, key: str, env: dict[str, str], count: int) -> int:
@@ -90,15 +104,25 @@ def count_instructions(load: str, key: str, env: dict[str, str], count: int) -> 
     return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
 
 
+def cpu_milliseconds(load: str, key: str, env: dict[str, str], count: int) -> float:
+    """CPU per request, the same requests in a process of their own, without valgrind."""
+    command = [sys.executable, __file__, "--serve", load, "--key", key, "--requests", str(count)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            check=True)
+    return 1000 * float(result.stdout.split()[-1]) / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--cpu", action="store_true",
+                        help="CPU milliseconds per request, without valgrind")
     parser.add_argument("--serve", choices=LOADS, help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         sys.path.insert(0, str(ROOT))
-        serve_requests(args.serve, args.key, args.requests)
+        print(serve_requests(args.serve, args.key, args.requests))
         return
 
     from ingest import bench_env, create_bench_site
@@ -108,16 +132,22 @@ def main() -> None:
     env = bench_env(database_url(db_name), 8000, 1, 1)
     try:
         key = create_bench_site(db_name, env)
-        counts = {load: count_instructions(load, key, env, args.requests) / args.requests
-                  for load in LOADS}
+        if args.cpu:
+            costs = {load: cpu_milliseconds(load, key, env, args.requests) for load in LOADS}
+        else:
+            costs = {load: count_instructions(load, key, env, args.requests) / args.requests
+                     for load in LOADS}
     finally:
         admin(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
-    noop = counts["GET /healthz (no-op)"]
-    print(f"\n{args.requests} requests each, in one process under callgrind\n")
-    print("| load | instructions per request | vs the no-op |")
+    noop = costs["GET /healthz (no-op)"]
+    where = "without valgrind" if args.cpu else "under callgrind"
+    unit = "CPU ms" if args.cpu else "instructions"
+    print(f"\n{args.requests} requests each, in one process {where}\n")
+    print(f"| load | {unit} per request | vs the no-op |")
     print("|---|---|---|")
-    for load, instructions in counts.items():
-        print(f"| {load} | {instructions:,.0f} | {instructions / noop:.2f} |")
+    for load, cost in costs.items():
+        print(f"| {load} | {cost:,.3f} | {cost / noop:.2f} |" if args.cpu
+              else f"| {load} | {cost:,.0f} | {cost / noop:.2f} |")
 
 
 if __name__ == "__main__":

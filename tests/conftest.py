@@ -106,7 +106,10 @@ def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
     """Build an app on the test database; keyword overrides become config."""
 
     def build(**overrides: Any):
-        return create_app({"DATABASE_URL": migrated, "TESTING": True, **overrides})
+        # Tallies written at once, so that a test reads them right after its request; the
+        # buffered way the service runs by default has tests of its own (tests/test_tally.py).
+        return create_app({"DATABASE_URL": migrated, "TESTING": True,
+                           "TALLY_FLUSH_SECONDS": 0, **overrides})
 
     yield build
     release_connections()
@@ -276,9 +279,11 @@ def stop_server(server: LiveServer) -> None:
 
 
 @pytest.fixture
-def start_server(migrated: str, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
+def start_server(migrated: str, tmp_path: Path, make_app: Callable[..., Any]
+                 ) -> Iterator[Callable[..., LiveServer]]:
     """Start a real WSGI server on the test database (see `launch_server`); stopped by PID
-    after the test."""
+    after the test, and before `make_app` empties the tables: a stopping worker writes the
+    tallies it still holds (app.tally), which must not reach the next test."""
     started: list[LiveServer] = []
 
     def start(workers: int = 2, env: dict[str, str] | None = None,

@@ -146,7 +146,10 @@ def stack(start_server, std_site, redis_prefix, tmp_path) -> Stack:
         pytest.fail("nginx is not installed: `bash .ci/run` installs it (apt-get install nginx)")
     server = start_server(workers=2, deploy_config=True, env={
         "EGIS_TRUSTED_PROXIES": "1", "EGIS_RATELIMIT_STORAGE_URI": REDIS_URL,
-        "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix, "EGIS_RATE_LIMIT_IP": "3/minute"})
+        "EGIS_RATELIMIT_KEY_PREFIX": redis_prefix, "EGIS_RATE_LIMIT_IP": "3/minute",
+        # Tallies written at once: what egis did not count (nginx answered) is then plain to see
+        # right after the request.
+        "EGIS_TALLY_FLUSH_SECONDS": "0"})
     nginx = Nginx(tmp_path / "nginx", server.url.removeprefix("http://"))
     nginx.start()
     yield Stack(nginx, server, std_site)

@@ -104,8 +104,10 @@ def pages() -> Iterator[PageServer]:
 def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One server (2 workers) per test module. Each test has its own site and keys (the
     tables are emptied after every test) and its own proxy, so nothing crosses from one test to
-    the next: a keepalive request still under way targets a proxy that is gone."""
-    server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2)
+    the next: a keepalive request still under way targets a proxy that is gone, and the tally
+    of what was not stored is written in the request, not a second later (app.tally)."""
+    server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
+                           env={"EGIS_TALLY_FLUSH_SECONDS": "0"})
     yield server
     stop_server(server)
 

@@ -100,6 +100,16 @@ def tallies(app: Flask, site_id: int | None = None) -> dict[str, int]:
         return totals
 
 
+def wait_for_tallies(app: Flask, expected: dict[str, int], site_id: int | None = None,
+                     timeout: float = 15) -> dict[str, int]:
+    """The tallies, once they are `expected` or `timeout` seconds have passed: a live server's
+    workers write theirs every TALLY_FLUSH_SECONDS (app.tally)."""
+    deadline = time.monotonic() + timeout
+    while (found := tallies(app, site_id)) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
 def seed_usage(app: Flask, site_id: int, events: int, shard: int = 15) -> None:
     """Pretend the site already stored `events` this month (for quota tests)."""
     from app.tracking.quota import period_of
