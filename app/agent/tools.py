@@ -130,7 +130,9 @@ TOOLS = [
     _tool("get_ingest_health", "Ingest health",
           "Per UTC day of receipt: events, server events and crawl hits stored; events sampled "
           "away over quota; duplicate batches; bot requests filtered; requests rejected, by "
-          "reason. The account of what was not counted." + PERIOD_NOTE, PeriodArgs,
+          "reason. The account of what was not counted (the latest may still be on its way: "
+          "each worker writes these counts once a second by default)." + PERIOD_NOTE,
+          PeriodArgs,
           IngestResult,
           lambda site, period, a: ingest_health.ingest_health(site.id, period), render_ingest),
 ]
