@@ -7,6 +7,7 @@ from flask import Flask, current_app, g, request
 
 from app.errors import ApiError
 from app.keys import KeyCache, kind_of
+from app.limits import BAD_KEY, count_against, refuse_if_spent
 from models.api_key import SERVER, WRITE
 
 KIND_NAMES = {WRITE: "a write (tracking) key", SERVER: "a server key"}
@@ -32,8 +33,12 @@ def authenticate(kinds: tuple[str, ...]) -> None:
         raise ApiError(401, _missing_key_message(allow_x_api_key))
     config = current_app.config
     announced = kind_of(key, config["WRITE_KEY_PREFIX"], config["SERVER_KEY_PREFIX"])
-    record = current_app.extensions["egis_keys"].lookup(key) if announced else None
+    # A client that keeps presenting unknown keys is refused before the database is asked:
+    # each new key would cost a query (bench/README.md, "Refused requests").
+    record = (current_app.extensions["egis_keys"].lookup(key, lambda: refuse_if_spent(BAD_KEY))
+              if announced else None)
     if record is None:
+        count_against(BAD_KEY)
         raise ApiError(401, "Invalid API key: unknown or revoked.")
     if record.kind not in kinds:
         wanted = " or ".join(KIND_NAMES[k] for k in kinds)

@@ -5,6 +5,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from models import ApiKey, Site
@@ -89,12 +90,16 @@ class KeyCache:
         self._entries: dict[str, tuple[float, ApiKey | None]] = {}
         self._lock = threading.Lock()
 
-    def lookup(self, key: str) -> ApiKey | None:
+    def lookup(self, key: str, before_query: Callable[[], None] = lambda: None
+               ) -> ApiKey | None:
+        """The active key record, or None; `before_query` runs (and may raise, to refuse)
+        when the key is not in the cache and the database is about to be asked."""
         digest = hash_key(key)
         now = time.monotonic()
         entry = self._entries.get(digest)
         if entry is not None and entry[0] > now:
             return entry[1]
+        before_query()
         record = _load_active(digest)
         with self._lock:
             if len(self._entries) >= self.max_entries:

@@ -95,6 +95,8 @@ PER_KEY = RateLimit("RATE_LIMIT_KEY", "per-key", _key_id)  # every ingest endpoi
 PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network, personal=True)
 VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network, personal=True)
 MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _key_id)  # /api/mcp, per server key
+# Requests with an unknown or revoked key, per client IP, on every endpoint that takes a key.
+BAD_KEY = RateLimit("RATE_LIMIT_BAD_KEY", "bad-key", client_network, personal=True)
 
 
 def limited(*limits: RateLimit) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -104,20 +106,41 @@ def limited(*limits: RateLimit) -> Callable[[Callable[..., Any]], Callable[..., 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if limiter.enabled:
-                counters = [counter for limit in limits for counter in limit.counters()]
-                refused = _first_refused(counters)
-                if refused is not None:
-                    item, keys = refused
-                    raise ApiError(429, f"Rate limit exceeded ({item}); retry after the "
-                                        "Retry-After delay.",
-                                   {"Retry-After": str(_retry_after(item, keys))},
-                                   tally_reason=REJECTED_429)
+            count_against(*limits)
             return view(*args, **kwargs)
 
         return wrapper
 
     return decorate
+
+
+def count_against(*limits: RateLimit) -> None:
+    """Count this request on each of `limits`, in order; 429 from the first that is over (the
+    limits after it do not count the request)."""
+    if limiter.enabled:
+        refused = _first_refused([counter for limit in limits for counter in limit.counters()])
+        if refused is not None:
+            raise _too_many(*refused)
+
+
+def refuse_if_spent(limit: RateLimit) -> None:
+    """429 if this request's budget of `limit` is spent; counts nothing. A store that fails
+    lets the request through."""
+    if not (limiter.enabled and store_health.worth_trying()):
+        return
+    for item, keys in limit.counters():
+        try:
+            spent = not limiter.limiter.test(item, *keys)
+        except Exception as error:  # as in _first_refused: fail open
+            store_health.failed(error)
+            return
+        if spent:
+            raise _too_many(item, keys)
+
+
+def _too_many(item: RateLimitItem, keys: tuple[str, ...]) -> ApiError:
+    return ApiError(429, f"Rate limit exceeded ({item}); retry after the Retry-After delay.",
+                    {"Retry-After": str(_retry_after(item, keys))}, tally_reason=REJECTED_429)
 
 
 @functools.lru_cache(maxsize=64)

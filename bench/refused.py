@@ -8,10 +8,11 @@ each should cost less than a request that stores a batch. With a database of its
 server twice, in turn (granian as deployed by default, `--workers` x 4 threads): with the limits
 out of the load's reach, for the no-op, new 1-event batches, a bot's browser requests (an
 Origin and a headless browser's User-Agent: 200 `"bot": true`, nothing stored) and one batch
-sent again and again (200 `"duplicate": true`); then with the key's limit at 10 a minute, for
-the no-op again and requests over that limit (429). Every refused request adds one to a tally
-(app.tally). Prints each load's rate, its ratio to the no-op of the same server, p99 and CPU
-per request. Needs wrk.
+sent again and again (200 `"duplicate": true`), and a new unknown key in every request (401;
+beyond EGIS_RATE_LIMIT_BAD_KEY, 60 a minute per client, 429); then with the key's limit at 10
+a minute, for the no-op again and requests over that limit (429). Every refused request of a
+known key adds one to its site's tally (app.tally). Prints each load's rate, its ratio to the
+no-op of the same server, p99 and CPU per request. Needs wrk.
 """
 import argparse
 import json
@@ -46,10 +47,11 @@ Row = tuple[str, dict]
 
 
 def same_request(port: int, key: str, args: argparse.Namespace, user_agent: str,
-                 origin: str = "https://bench.example") -> dict:
+                 **script_env: str) -> dict:
     return wrk("/api/events", args.duration, args.connections, args.threads,
-               {"EGIS_KEY": key, "EGIS_BODY": BATCH, "EGIS_ORIGIN": origin,
-                "EGIS_USER_AGENT": user_agent}, SCRIPT, port=port, database=DB_NAME)
+               {"EGIS_KEY": key, "EGIS_BODY": BATCH, "EGIS_ORIGIN": "https://bench.example",
+                "EGIS_USER_AGENT": user_agent, **script_env}, SCRIPT, port=port,
+               database=DB_NAME)
 
 
 def noop(port: int, args: argparse.Namespace) -> Row:
@@ -63,6 +65,8 @@ def within_limits(port: int, key: str, args: argparse.Namespace, scratch: str) -
             ("a bot's browser requests (200, bot)", same_request(port, key, args, HEADLESS))]
     same_request(port, key, args, CHROME)  # stores BATCH: from now on, a duplicate
     rows.append(("the same batch again (200, duplicate)", same_request(port, key, args, CHROME)))
+    rows.append(("a new unknown key each time (401, then 429)",
+                 same_request(port, key, args, CHROME, EGIS_UNKNOWN_KEYS="1")))
     return rows
 
 

@@ -399,3 +399,39 @@ def test_a_store_outage_is_logged_once_and_retried_after_a_pause(make_app, std_s
     outages = [r for r in caplog.records if "rate limit store unavailable" in r.getMessage()]
     assert len(outages) == 1
     assert store_health.down and not store_health.worth_trying()  # skipped, not waited on
+
+
+UNKNOWN_KEY = "Invalid API key: unknown or revoked."
+
+
+def test_unknown_keys_per_ip_limit_refuses_before_the_database_is_asked(make_app, app,
+                                                                          std_site, free_site):
+    limited_app = make_app(RATE_LIMIT_BAD_KEY="3/minute")
+    client = limited_app.test_client()
+    assert events(client, std_site).status_code == 200  # this key is now in the worker's cache
+    for number in range(3):
+        response = post_json(client, "/api/events", batch(), {"X-API-Key": f"egis_unknown{number}"})
+        assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
+    response = post_json(client, "/api/events", batch(), {"X-API-Key": "egis_unknown3"})
+    assert_limited(response)
+    assert response.get_json()["error"] == (
+        "Rate limit exceeded (3 per 1 minute); retry after the Retry-After delay.")
+    # A key the worker has not looked up yet is refused too, valid or not: no query is made.
+    assert_limited(events(client, free_site))
+    assert events(client, std_site).status_code == 200  # a known key still works
+    other_client = limited_app.test_client()
+    other_client.environ_base["REMOTE_ADDR"] = "203.0.113.9"
+    response = post_json(other_client, "/api/events", batch(), {"X-API-Key": "egis_unknown4"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY  # another client's budget
+    assert tallies(app) == {}  # no site to count them against
+
+
+def test_unknown_keys_are_counted_on_every_endpoint_and_missing_ones_are_not(make_app):
+    client = make_app(RATE_LIMIT_BAD_KEY="2/minute").test_client()
+    for _ in range(3):
+        assert_json_error(post_json(client, "/api/events", batch()), 401)  # no key at all
+    response = post_json(client, "/api/server/events", {}, {"Authorization": "Bearer egiss_x"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
+    response = client.get("/api/validate", headers={"X-API-Key": "not-a-key-of-ours"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
+    assert_limited(client.get("/api/validate", headers={"X-API-Key": "egis_unknown"}))
