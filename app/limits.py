@@ -126,16 +126,13 @@ def count_against(*limits: RateLimit) -> None:
 def refuse_if_spent(limit: RateLimit) -> None:
     """429 if this request's budget of `limit` is spent; counts nothing. A store that fails
     lets the request through."""
-    if not (limiter.enabled and store_health.worth_trying()):
-        return
-    for item, keys in limit.counters():
-        try:
-            spent = not limiter.limiter.test(item, *keys)
-        except Exception as error:  # as in _first_refused: fail open
-            store_health.failed(error)
-            return
-        if spent:
-            raise _too_many(item, keys)
+    if limiter.enabled:
+        counters = limit.counters()
+        spent = _fail_open(lambda: next((counter for counter in counters
+                                         if not limiter.limiter.test(counter[0], *counter[1])),
+                                        None))
+        if spent is not None:
+            raise _too_many(*spent)
 
 
 def _too_many(item: RateLimitItem, keys: tuple[str, ...]) -> ApiError:
@@ -193,11 +190,17 @@ store_health = StoreHealth()
 def _first_refused(counters: list[Counter]) -> Counter | None:
     """Count the request on each counter in order, up to the first that is over its limit;
     that one, or None. A store that fails lets the request through (fail open)."""
+    return _fail_open(lambda: _counting.first_refused(counters))
+
+
+def _fail_open(ask: Callable[[], Counter | None]) -> Counter | None:
+    """The counter that `ask` finds over its limit, or None, also when the store fails (the
+    request is let through) or is known to be down."""
     if not store_health.worth_trying():
         return None
     try:
-        refused = _counting.first_refused(counters)
-    except Exception as error:  # redis-py's errors, whatever the storage raises: fail open
+        refused = ask()
+    except Exception as error:  # redis-py's errors, whatever the storage raises
         store_health.failed(error)
         return None
     store_health.answered()

@@ -41,24 +41,30 @@ class TallyBuffer:
     """One app's counts not yet written, and the timer that writes them; one per process."""
 
     def __init__(self, interval: float) -> None:
-        self.interval = interval
+        self._interval = interval
         self._lock = threading.Lock()
         self._counts: dict[TallyKey, int] = {}
         self._timer: threading.Timer | None = None
         self._finalizer: Finalize | None = None
 
     def add(self, key: TallyKey, count: int) -> None:
+        """Count; written at once when the interval is 0, else by the timer."""
+        if self._interval <= 0:
+            write({key: count})
+            return
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + count
             if self._timer is None:
                 self._schedule()
             if self._finalizer is None:
                 # granian's workers end through multiprocessing, which skips atexit; its
-                # finalizers run there and, from atexit, in gunicorn's workers too.
+                # finalizers run there and, from atexit, in gunicorn's workers too. Registered
+                # here, in the worker that counts: a finalizer inherited through a fork is
+                # ignored in the child.
                 self._finalizer = Finalize(self, self.flush, exitpriority=10)
 
     def _schedule(self) -> None:
-        self._timer = threading.Timer(self.interval, self._flush_on_timer)
+        self._timer = threading.Timer(self._interval, self._flush_on_timer)
         self._timer.daemon = True
         self._timer.start()
 
@@ -76,9 +82,9 @@ class TallyBuffer:
             counts, self._counts = self._counts, {}
         if not counts:
             return
-        opened = database.is_closed()
+        own_connection = database.is_closed()  # the timer's thread, or a worker's way out
         try:
-            if opened:
+            if own_connection:
                 database.connect()
             write(counts)
         except PeeweeException as error:
@@ -88,7 +94,7 @@ class TallyBuffer:
                 for key, count in counts.items():
                     self._counts[key] = self._counts.get(key, 0) + count
         finally:
-            if opened and not database.is_closed():
+            if own_connection and not database.is_closed():
                 database.close()
 
 
@@ -97,12 +103,7 @@ def add(site_id: int, reason: str, count: int = 1, day: date | None = None) -> N
     if count <= 0:
         return
     metrics.count_not_stored(reason, count)
-    key = (site_id, day or utcnow().date(), reason)
-    buffer: TallyBuffer = current_app.extensions["egis_tally"]
-    if buffer.interval > 0:
-        buffer.add(key, count)
-    else:
-        write({key: count})
+    current_app.extensions["egis_tally"].add((site_id, day or utcnow().date(), reason), count)
 
 
 def add_quietly(site_id: int, reason: str, count: int = 1) -> None:

@@ -140,14 +140,13 @@ def main() -> None:
     finally:
         admin(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
     noop = costs["GET /healthz (no-op)"]
-    where = "without valgrind" if args.cpu else "under callgrind"
-    unit = "CPU ms" if args.cpu else "instructions"
+    where, unit, figure = (("without valgrind", "CPU ms", "{:,.3f}") if args.cpu
+                           else ("under callgrind", "instructions", "{:,.0f}"))
     print(f"\n{args.requests} requests each, in one process {where}\n")
     print(f"| load | {unit} per request | vs the no-op |")
     print("|---|---|---|")
     for load, cost in costs.items():
-        print(f"| {load} | {cost:,.3f} | {cost / noop:.2f} |" if args.cpu
-              else f"| {load} | {cost:,.0f} | {cost / noop:.2f} |")
+        print(f"| {load} | {figure.format(cost)} | {cost / noop:.2f} |")
 
 
 if __name__ == "__main__":
