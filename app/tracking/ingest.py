@@ -109,13 +109,12 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
         sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
         period=period, shard=quota.shard())
     if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
-        stored = writer.store(batch_rows)
+        outcome = writer.store(batch_rows)
     else:
-        stored = store.store(batch_rows)
-    if not stored:
+        outcome = store.store(batch_rows)
+    if not outcome.stored:
         tally.add(site.id, DUPLICATE)
-        return IngestResult(count=store.first_count(site.id, batch["id"]), duplicate=True,
-                            sampled=decision.sampling)
+        return IngestResult(count=outcome.count, duplicate=True, sampled=decision.sampling)
     usage.add(site.id, period, len(rows))
     metrics.count_stored_events(row["type"] for row in rows)
     if decision.sampling:

@@ -2,7 +2,8 @@
 
 On PostgreSQL a batch is stored by a single data-modifying CTE: the batch row is inserted with
 ON CONFLICT DO NOTHING, and the events and the usage shard are inserted *from* its RETURNING
-row, so a duplicate batch inserts nothing at all, atomically, even when two copies race. The
+row, so a duplicate batch inserts nothing at all, atomically, even when two copies race; for a
+duplicate the same statement reads the stored copy's event count, which the answer repeats. The
 events travel as one JSON array parameter unpacked by jsonb_to_recordset: one round trip, no
 query per event, and almost no Python work per event; the statement is prepared once per
 connection (app.db.PreparedStatement). Peewee's query builder has no way to
@@ -50,7 +51,10 @@ WITH new_batch AS (
     SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
 )
-SELECT count(*) FROM new_batch
+SELECT EXISTS (SELECT FROM new_batch) AS stored,
+       -- For a resend, the stored copy's count; looked up only when nothing was inserted.
+       CASE WHEN NOT EXISTS (SELECT FROM new_batch) THEN
+           (SELECT event_count FROM batch WHERE site_id = $1 AND batch_key = $2) END
 """)
 
 # Several requests' batches in one statement (app.tracking.writer): the same steps as above,
@@ -90,7 +94,11 @@ WITH input AS (
     GROUP BY site_id, period, shard ORDER BY site_id, period, shard
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
 )
-SELECT position FROM kept
+SELECT input.position, kept.batch_id IS NOT NULL AS stored,
+       CASE WHEN kept.batch_id IS NULL THEN
+           (SELECT event_count FROM batch
+            WHERE batch.site_id = input.site_id AND batch.batch_key = input.batch_key) END
+FROM input LEFT JOIN kept USING (position)
 """)
 
 
@@ -111,14 +119,22 @@ class BatchRows:
     shard: int
 
 
-def store(rows: BatchRows) -> bool:
-    """Store the events (and the batch id); False when the batch id was already stored."""
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one batch: stored now, or a resend of a batch id already stored."""
+
+    stored: bool
+    count: int  # events stored now; for a resend, the events its stored copy had
+
+
+def store(rows: BatchRows) -> Outcome:
+    """Store the events (and the batch id), unless the batch id was already stored."""
     if is_postgres() and rows.batch_key is not None:
         return _store_postgres(rows)
     return _store_portable(rows)
 
 
-def _store_postgres(rows: BatchRows) -> bool:
+def _store_postgres(rows: BatchRows) -> Outcome:
     params = {
         "site_id": rows.site_id, "batch_key": rows.batch_key, "count": len(rows.events),
         "received_at": rows.received_at, "session_id": rows.session_id,
@@ -126,15 +142,15 @@ def _store_postgres(rows: BatchRows) -> bool:
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
         "period": rows.period, "shard": rows.shard,
     }
-    (inserted,) = _PG_STORE_BATCH.execute(params).fetchone()
-    return inserted == 1
+    (stored, stored_count) = _PG_STORE_BATCH.execute(params).fetchone()
+    return _outcome(rows, stored, stored_count)
 
 
-def store_group(group: list[BatchRows]) -> list[bool]:
+def store_group(group: list[BatchRows]) -> list[Outcome]:
     """Store several batches (each with a batch id) in one PostgreSQL statement.
 
-    The result says, batch by batch, whether it was stored (False: its id was already stored,
-    before or earlier in this group: the first copy in the group is the one stored). A group
+    The result says, batch by batch, whether it was stored; a batch id already stored, before
+    or earlier in this group (the first copy in the group is the one stored), is not. A group
     of one takes the single-batch statement, so a lone request costs what it did before.
     """
     if len(group) == 1:
@@ -144,8 +160,23 @@ def store_group(group: list[BatchRows]) -> list[bool]:
         firsts.setdefault((rows.site_id, rows.batch_key), position)
     batches = [_group_row(position, group[position]) for position in firsts.values()]
     cursor = _PG_STORE_GROUP.execute({"batches": orjson.dumps(batches).decode()})
-    stored = {position for (position,) in cursor.fetchall()}
-    return [position in stored for position in range(len(group))]
+    by_position = {position: _outcome(group[position], stored, stored_count)
+                   for position, stored, stored_count in cursor.fetchall()}
+    outcomes = []
+    for position, rows in enumerate(group):
+        first = by_position[firsts[(rows.site_id, rows.batch_key)]]
+        outcomes.append(first if position in by_position else Outcome(False, first.count))
+    return outcomes
+
+
+def _outcome(rows: BatchRows, stored: bool, stored_count: int | None) -> Outcome:
+    if stored:
+        return Outcome(True, len(rows.events))
+    if stored_count is None:
+        # The stored copy was committed by a concurrent request while this statement ran: the
+        # statement's snapshot, taken before, cannot see it; a new one can.
+        stored_count = first_count(rows.site_id, rows.batch_key)
+    return Outcome(False, stored_count)
 
 
 def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
@@ -169,12 +200,12 @@ def _store_portable(rows: BatchRows) -> bool:
                                             event_count=len(rows.events),
                                             received_at=rows.received_at).execute()
             except IntegrityError:
-                return False
+                return Outcome(False, first_count(rows.site_id, rows.batch_key))
         if rows.events:
             Event.insert_many([{**shared, "batch_id": batch_id, **event}
                                for event in rows.events]).execute()
             add_usage(rows.site_id, rows.period, rows.shard, len(rows.events))
-    return True
+    return Outcome(True, len(rows.events))
 
 
 def add_usage(site_id: int, period: str, shard: int, count: int) -> None:
@@ -184,7 +215,7 @@ def add_usage(site_id: int, period: str, shard: int, count: int) -> None:
      .execute())
 
 
-def first_count(site_id: int, batch_key: str) -> int:
+def first_count(site_id: int, batch_key: str | None) -> int:
     """How many events the stored copy of a duplicate batch had."""
     batch = Batch.get_or_none(Batch.site_id == site_id, Batch.batch_key == batch_key)
     return batch.event_count if batch is not None else 0

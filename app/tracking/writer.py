@@ -15,9 +15,9 @@ be started after gunicorn forks, and a worker without traffic has nothing runnin
 import threading
 from collections.abc import Callable
 
-from app.tracking.store import BatchRows
+from app.tracking.store import BatchRows, Outcome
 
-StoreGroup = Callable[[list[BatchRows]], list[bool]]
+StoreGroup = Callable[[list[BatchRows]], list[Outcome]]
 
 # Larger batches store alone: their cost is in the rows, not the commit, and a group statement
 # carrying them was slower than their own (bench/README.md, 50-event batches: 10-13 thousand
@@ -26,13 +26,12 @@ MAX_GROUPED_EVENTS = 10
 
 
 class _Pending:
-    __slots__ = ("done", "error", "rows", "stored")
+    __slots__ = ("done", "result", "rows")
 
     def __init__(self, rows: BatchRows) -> None:
         self.rows = rows
         self.done = False
-        self.stored = False
-        self.error: BaseException | None = None
+        self.result: Outcome | BaseException | None = None  # set with done
 
 
 class GroupWriter:
@@ -44,8 +43,8 @@ class GroupWriter:
         self._queue: list[_Pending] = []
         self._committing = False
 
-    def store(self, rows: BatchRows) -> bool:
-        """Store one batch; True if stored, False if its batch id was already stored."""
+    def store(self, rows: BatchRows) -> Outcome:
+        """Store one batch, unless its batch id was already stored (store.store's outcome)."""
         pending = _Pending(rows)
         with self._changed:
             self._queue.append(pending)
@@ -55,19 +54,18 @@ class GroupWriter:
                 group, self._queue, self._committing = self._queue, [], True
         if not pending.done:
             self._commit(group)
-        if pending.error is not None:
-            raise pending.error
-        return pending.stored
+        if isinstance(pending.result, BaseException):
+            raise pending.result
+        return pending.result
 
     def _commit(self, group: list[_Pending]) -> None:
+        results: list[Outcome | BaseException]
         try:
-            outcomes = self._store_group([pending.rows for pending in group])
+            results = list(self._store_group([pending.rows for pending in group]))
         except BaseException as error:  # even an interrupt: the waiting requests must wake
-            outcomes, failure = [False] * len(group), error
-        else:
-            failure = None
+            results = [error] * len(group)
         with self._changed:
-            for pending, stored in zip(group, outcomes, strict=True):
-                pending.stored, pending.error, pending.done = stored, failure, True
+            for pending, result in zip(group, results, strict=True):
+                pending.result, pending.done = result, True
             self._committing = False
             self._changed.notify_all()

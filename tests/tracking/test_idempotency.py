@@ -1,11 +1,17 @@
 """A batch id is stored once per site: resends answer 200 `duplicate: true` with the first count,
 also when the copies race (a unique constraint decides, not a read-then-write). 50 racing
 requests through a real server: tests/reliability/test_concurrency.py."""
+import threading
+import time
+
+import pytest
+
 from app.tracking import store
 from app.tracking.quota import period_of, shard
-from models import database
+from models import Batch, database
 from models.site import utcnow
-from tests.helpers import race
+from tests.conftest import BACKEND
+from tests.helpers import db, race
 from tests.tracking.helpers import (
     batch,
     event,
@@ -56,21 +62,74 @@ def test_a_refused_batch_leaves_its_id_free(client, app, free_site):
         "success": True, "count": 1}
 
 
-def test_racing_copies_in_the_store_insert_once(app, std_site):
-    """Eight connections store the same batch at the same moment: one wins, seven see it."""
+def batch_rows(site_id: int, key: str, events: int) -> store.BatchRows:
     now = utcnow()
-    rows = store.BatchRows(
-        site_id=std_site.site.id, batch_key="raced", session_id="s", anonymous_id="a",
+    return store.BatchRows(
+        site_id=site_id, batch_key=key, session_id="s", anonymous_id="a",
         user_id=None, sent_ts=1, received_at=now, weight=1.0, period=period_of(now),
         shard=shard(), events=[{"type": "pageview", "name": None, "page_url": "u",
                                 "page_title": None, "referrer": None, "properties": None,
-                                "client_ts": 1, "occurred_at": now}] * 4)
+                                "client_ts": 1, "occurred_at": now}] * events)
+
+
+def test_racing_copies_in_the_store_insert_once(app, std_site):
+    """Eight connections store the same batch at the same moment: one wins, seven see it."""
+    rows = batch_rows(std_site.site.id, "raced", 4)
 
     def work():
         with app.app_context(), database.connection_context():
-            return store.store(rows), store.first_count(rows.site_id, rows.batch_key)
+            return store.store(rows)
 
-    results = race(8, lambda _index: work())
-    assert sorted(inserted for inserted, _ in results) == [False] * 7 + [True]
-    assert {count for _, count in results} == {4}
+    outcomes = race(8, lambda _index: work())
+    assert sorted(outcome.stored for outcome in outcomes) == [False] * 7 + [True]
+    assert {outcome.count for outcome in outcomes} == {4}
     assert stored_counts(app) == {"events": 4, "batches": 1, "usage": 4}
+
+
+def waiting_on_a_lock(app) -> bool:
+    with db(app):
+        (waiting,) = database.execute_sql(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()
+    return waiting > 0
+
+
+@pytest.mark.skipif(BACKEND != "postgres", reason="the store statement is PostgreSQL's")
+@pytest.mark.parametrize("grouped", [False, True], ids=["alone", "in a group"])
+def test_a_copy_committed_while_the_resend_waited_gives_its_count(app, std_site, grouped):
+    """The resend's statement waits on the first copy's uncommitted batch row; once that commits
+    the statement inserts nothing, and its snapshot, older than the commit, cannot see the
+    stored count: the count is read again."""
+    site_id = std_site.site.id
+    first_copy_inserted, commit_first_copy = threading.Event(), threading.Event()
+    outcomes: list[store.Outcome] = []
+
+    def store_first_copy() -> None:
+        with app.app_context(), database.connection_context(), database.atomic():
+            Batch.insert(site_id=site_id, batch_key="held", event_count=4,
+                         received_at=utcnow()).execute()
+            first_copy_inserted.set()
+            commit_first_copy.wait(timeout=30)
+
+    def store_resend() -> None:
+        resend = batch_rows(site_id, "held", 1)
+        with app.app_context(), database.connection_context():
+            outcomes.extend(store.store_group([resend, batch_rows(site_id, "other", 2)])
+                            if grouped else [store.store(resend)])
+
+    first = threading.Thread(target=store_first_copy)
+    first.start()
+    assert first_copy_inserted.wait(timeout=10)
+    resend = threading.Thread(target=store_resend)
+    resend.start()
+    deadline = time.monotonic() + 10
+    while not (waited := waiting_on_a_lock(app)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    commit_first_copy.set()
+    first.join(timeout=10)
+    resend.join(timeout=10)
+
+    assert waited, "the resend never waited on the first copy"
+    assert outcomes[0] == store.Outcome(stored=False, count=4)
+    if grouped:
+        assert outcomes[1] == store.Outcome(stored=True, count=2)

@@ -53,7 +53,7 @@ class HeldFirstCommit:
         with self.lock:
             self.arrived += 1
 
-    def __call__(self, group: list[store.BatchRows]) -> list[bool]:
+    def __call__(self, group: list[store.BatchRows]) -> list[store.Outcome]:
         if not self.holding.is_set():
             self.holding.set()
             while self.arrived < self.callers:
@@ -64,9 +64,9 @@ class HeldFirstCommit:
 
 
 def run_together(app, writer: GroupWriter, held: HeldFirstCommit,
-                 work: list[store.BatchRows]) -> list[bool | BaseException]:
+                 work: list[store.BatchRows]) -> list[store.Outcome | BaseException]:
     """Each batch stored from its own thread (its own connection); the outcome or the error."""
-    outcomes: list[bool | BaseException] = [False] * len(work)
+    outcomes: list[store.Outcome | BaseException | None] = [None] * len(work)
 
     def run(index: int) -> None:
         with app.app_context(), database.connection_context():
@@ -94,9 +94,9 @@ def test_concurrent_batches_with_duplicates_are_stored_once_each(app, std_site):
     outcomes = run_together(app, writer, held, [rows(site_id, key) for key in keys])
 
     assert max(len(group) for group in held.groups) > 1
-    assert Counter(key for key, stored in zip(keys, outcomes, strict=True) if stored is True) \
+    assert Counter(key for key, outcome in zip(keys, outcomes, strict=True) if outcome.stored) \
         == Counter(set(keys))
-    assert all(outcome is False for outcome in outcomes if outcome is not True)
+    assert {outcome.count for outcome in outcomes} == {2}  # a resend hears the stored count
     assert stored_counts(app) == {"events": 14, "batches": 7, "usage": 14}
     with db(app):
         assert {store.first_count(site_id, key) for key in keys} == {2}
@@ -116,20 +116,20 @@ def test_a_failed_commit_fails_exactly_the_batches_it_carried(app, std_site):
         if batch_rows.batch_key in failed_group:
             assert isinstance(outcome, IntegrityError)
         else:
-            assert outcome is True
+            assert outcome == store.Outcome(stored=True, count=2)
     stored = len(work) - len(failed_group)
     assert stored_counts(app) == {"events": 2 * stored, "batches": stored, "usage": 2 * stored}
     # The writer goes on: a retried batch is stored.
     with app.app_context(), database.connection_context():
-        assert writer.store(rows(site_id, "retried")) is True
+        assert writer.store(rows(site_id, "retried")).stored
     assert stored_counts(app)["batches"] == stored + 1
 
 
 def test_a_lone_batch_is_stored_by_its_own_thread(app, std_site):
     writer = GroupWriter(store.store_group)
     with app.app_context(), database.connection_context():
-        assert writer.store(rows(std_site.site.id, "alone", events=3)) is True
-        assert writer.store(rows(std_site.site.id, "alone", events=3)) is False
+        assert writer.store(rows(std_site.site.id, "alone", events=3)) == store.Outcome(True, 3)
+        assert writer.store(rows(std_site.site.id, "alone", events=1)) == store.Outcome(False, 3)
     assert stored_counts(app) == {"events": 3, "batches": 1, "usage": 3}
 
 
