@@ -33,12 +33,14 @@ def authenticate(kinds: tuple[str, ...]) -> None:
         raise ApiError(401, _missing_key_message(allow_x_api_key))
     config = current_app.config
     announced = kind_of(key, config["WRITE_KEY_PREFIX"], config["SERVER_KEY_PREFIX"])
-    # A client that keeps presenting unknown keys is refused before the database is asked:
-    # each new key would cost a query (bench/README.md, "Refused requests").
-    record = (current_app.extensions["egis_keys"].lookup(key, lambda: refuse_if_spent(BAD_KEY))
-              if announced else None)
+    # A client whose keys keep costing a query that finds nothing is refused before the
+    # database is asked again (bench/README.md, "Refused requests"). A key already known to be
+    # unknown costs no query and is answered 401 as often as it comes, so a tracker with a
+    # wrong key stops instead of retrying a 429.
+    record = (current_app.extensions["egis_keys"].lookup(
+        key, before_query=lambda: refuse_if_spent(BAD_KEY),
+        on_miss=lambda: count_against(BAD_KEY)) if announced else None)
     if record is None:
-        count_against(BAD_KEY)
         raise ApiError(401, "Invalid API key: unknown or revoked.")
     if record.kind not in kinds:
         wanted = " or ".join(KIND_NAMES[k] for k in kinds)

@@ -22,7 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT_IP": "600/minute",
     "RATE_LIMIT_VALIDATE": "60/minute",
     "RATE_LIMIT_MCP": "300/minute",  # per server key, /api/mcp
-    "RATE_LIMIT_BAD_KEY": "60/minute",  # per client IP: requests with an unknown or revoked key
+    "RATE_LIMIT_BAD_KEY": "60/minute",  # per client IP: lookups finding no active key
     "TRUSTED_PROXIES": 0,
     "MAX_BODY_BYTES": 1_048_576,
     "SAMPLE_RATE": 0.1,

@@ -90,10 +90,11 @@ class KeyCache:
         self._entries: dict[str, tuple[float, ApiKey | None]] = {}
         self._lock = threading.Lock()
 
-    def lookup(self, key: str, before_query: Callable[[], None] = lambda: None
-               ) -> ApiKey | None:
-        """The active key record, or None; `before_query` runs (and may raise, to refuse)
-        when the key is not in the cache and the database is about to be asked."""
+    def lookup(self, key: str, before_query: Callable[[], None] = lambda: None,
+               on_miss: Callable[[], None] = lambda: None) -> ApiKey | None:
+        """The active key record, or None. When the key is not in the cache, `before_query`
+        runs before the database is asked, and `on_miss` after it, if it knows no such active
+        key; either may raise, to refuse. An answer from the cache runs neither."""
         digest = hash_key(key)
         now = time.monotonic()
         entry = self._entries.get(digest)
@@ -105,6 +106,8 @@ class KeyCache:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
             self._entries[digest] = (now + self.ttl, record)
+        if record is None:
+            on_miss()
         return record
 
     def clear(self) -> None:

@@ -95,7 +95,8 @@ PER_KEY = RateLimit("RATE_LIMIT_KEY", "per-key", _key_id)  # every ingest endpoi
 PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network, personal=True)
 VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network, personal=True)
 MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _key_id)  # /api/mcp, per server key
-# Requests with an unknown or revoked key, per client IP, on every endpoint that takes a key.
+# Keys looked up in the database and found unknown or revoked, per client IP, on every endpoint
+# that takes a key (app.auth).
 BAD_KEY = RateLimit("RATE_LIMIT_BAD_KEY", "bad-key", client_network, personal=True)
 
 

@@ -164,6 +164,22 @@ def test_validate_has_its_own_stricter_limit(make_app, std_site):
     assert_limited(events(client, std_site))
 
 
+def test_a_wrong_key_sent_again_and_again_stays_401_so_the_tracker_stops(make_app, app):
+    """A site deployed with a wrong key, its visitors behind one address: the worker looks the key
+    up once and answers every request 401 from its cache, without spending the budget (a 429
+    would have every tracker retry). New unknown keys still spend it."""
+    client = make_app(RATE_LIMIT_BAD_KEY="2/minute").test_client()
+    for _ in range(5):
+        response = post_json(client, "/api/events", batch(), {"X-API-Key": "egis_wrong"})
+        assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
+    response = post_json(client, "/api/events", batch(), {"X-API-Key": "egis_other"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY  # the second lookup
+    assert_limited(post_json(client, "/api/events", batch(), {"X-API-Key": "egis_third"}))
+    response = post_json(client, "/api/events", batch(), {"X-API-Key": "egis_wrong"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
+    assert tallies(app) == {}
+
+
 def test_validate_limit_counts_bad_keys_too(make_app):
     client = make_app(RATE_LIMIT_VALIDATE="2/minute").test_client()
     for _ in range(2):
@@ -419,6 +435,8 @@ def test_unknown_keys_per_ip_limit_refuses_before_the_database_is_asked(make_app
     # A key the worker has not looked up yet is refused too, valid or not: no query is made.
     assert_limited(events(client, free_site))
     assert events(client, std_site).status_code == 200  # a known key still works
+    response = post_json(client, "/api/events", batch(), {"X-API-Key": "egis_unknown0"})
+    assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY  # known to be unknown
     other_client = limited_app.test_client()
     other_client.environ_base["REMOTE_ADDR"] = "203.0.113.9"
     response = post_json(other_client, "/api/events", batch(), {"X-API-Key": "egis_unknown4"})
@@ -430,8 +448,11 @@ def test_unknown_keys_are_counted_on_every_endpoint_and_missing_ones_are_not(mak
     client = make_app(RATE_LIMIT_BAD_KEY="2/minute").test_client()
     for _ in range(3):
         assert_json_error(post_json(client, "/api/events", batch()), 401)  # no key at all
+        # Not one of ours by its prefix: refused without a lookup, so not counted.
+        response = client.get("/api/validate", headers={"X-API-Key": "not-a-key-of-ours"})
+        assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
     response = post_json(client, "/api/server/events", {}, {"Authorization": "Bearer egiss_x"})
     assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
-    response = client.get("/api/validate", headers={"X-API-Key": "not-a-key-of-ours"})
+    response = client.get("/api/validate", headers={"X-API-Key": "egis_unknown"})
     assert assert_json_error(response, 401)["error"] == UNKNOWN_KEY
-    assert_limited(client.get("/api/validate", headers={"X-API-Key": "egis_unknown"}))
+    assert_limited(client.get("/api/validate", headers={"X-API-Key": "egis_unknown2"}))
