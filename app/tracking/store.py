@@ -187,7 +187,7 @@ def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
             "events": rows.events, "period": rows.period, "shard": rows.shard}
 
 
-def _store_portable(rows: BatchRows) -> bool:
+def _store_portable(rows: BatchRows) -> Outcome:
     shared = {"site_id": rows.site_id, "session_id": rows.session_id,
               "anonymous_id": rows.anonymous_id, "user_id": rows.user_id,
               "sent_ts": rows.sent_ts, "received_at": rows.received_at, "weight": rows.weight}
