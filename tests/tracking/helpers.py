@@ -10,7 +10,10 @@ import orjson
 from flask import Flask
 
 from app.bodies import NUMBER_TOO_LARGE
+from app.tracking import store
+from app.tracking.quota import period_of, shard
 from models import Batch, Event, IngestTally, Usage
+from models.site import utcnow
 from tests import helpers as shared
 from tests.helpers import JSON, db
 
@@ -362,3 +365,16 @@ def post_live(url: str, body: bytes, headers: dict[str, str], path: str = "/api/
         return response.status, response.headers, orjson.loads(response.read())
     finally:
         connection.close()
+
+
+def store_rows(site_id: int, key: str, events: int = 2, type_: str | None = "pageview"
+               ) -> store.BatchRows:
+    """What a request hands to app.tracking.store: `events` page views (of `type_`) under the
+    batch id `key`."""
+    now = utcnow()
+    return store.BatchRows(
+        site_id=site_id, batch_key=key, session_id="s", anonymous_id="a", user_id=None,
+        sent_ts=1, received_at=now, weight=1.0, period=period_of(now), shard=shard(),
+        events=[{"type": type_, "name": None, "page_url": "u", "page_title": None,
+                 "referrer": None, "properties": {"i": i}, "client_ts": 1, "occurred_at": now}
+                for i in range(events)])

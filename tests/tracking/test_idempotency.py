@@ -7,7 +7,6 @@ import time
 import pytest
 
 from app.tracking import store
-from app.tracking.quota import period_of, shard
 from models import Batch, database
 from models.site import utcnow
 from tests.conftest import BACKEND
@@ -16,6 +15,7 @@ from tests.tracking.helpers import (
     batch,
     event,
     post_json,
+    store_rows,
     stored_counts,
     stored_events,
     tallies,
@@ -62,19 +62,9 @@ def test_a_refused_batch_leaves_its_id_free(client, app, free_site):
         "success": True, "count": 1}
 
 
-def batch_rows(site_id: int, key: str, events: int) -> store.BatchRows:
-    now = utcnow()
-    return store.BatchRows(
-        site_id=site_id, batch_key=key, session_id="s", anonymous_id="a",
-        user_id=None, sent_ts=1, received_at=now, weight=1.0, period=period_of(now),
-        shard=shard(), events=[{"type": "pageview", "name": None, "page_url": "u",
-                                "page_title": None, "referrer": None, "properties": None,
-                                "client_ts": 1, "occurred_at": now}] * events)
-
-
 def test_racing_copies_in_the_store_insert_once(app, std_site):
     """Eight connections store the same batch at the same moment: one wins, seven see it."""
-    rows = batch_rows(std_site.site.id, "raced", 4)
+    rows = store_rows(std_site.site.id, "raced", 4)
 
     def work():
         with app.app_context(), database.connection_context():
@@ -112,9 +102,9 @@ def test_a_copy_committed_while_the_resend_waited_gives_its_count(app, std_site,
             commit_first_copy.wait(timeout=30)
 
     def store_resend() -> None:
-        resend = batch_rows(site_id, "held", 1)
+        resend = store_rows(site_id, "held", 1)
         with app.app_context(), database.connection_context():
-            outcomes.extend(store.store_group([resend, batch_rows(site_id, "other", 2)])
+            outcomes.extend(store.store_group([resend, store_rows(site_id, "other", 2)])
                             if grouped else [store.store(resend)])
 
     first = threading.Thread(target=store_first_copy)

@@ -8,12 +8,18 @@ import pytest
 from peewee import IntegrityError
 
 from app.tracking import store
-from app.tracking.quota import period_of, shard
 from app.tracking.writer import GroupWriter
 from models import database
-from models.site import utcnow
 from tests.conftest import BACKEND
-from tests.tracking.helpers import batch, db, dumps, post_live, stored_counts, wait_for_tallies
+from tests.tracking.helpers import (
+    batch,
+    db,
+    dumps,
+    post_live,
+    store_rows,
+    stored_counts,
+    wait_for_tallies,
+)
 
 pytestmark = pytest.mark.skipif(BACKEND != "postgres",
                                 reason="group commit is PostgreSQL's (store.store_group)")
@@ -23,17 +29,6 @@ pytestmark = pytest.mark.skipif(BACKEND != "postgres",
 def app(make_app):
     """A connection per thread, as a server's request threads hold them: a pool to match."""
     return make_app(DB_MAX_CONNECTIONS=32)
-
-
-def rows(site_id: int, key: str, events: int = 2, type_: str | None = "pageview"
-         ) -> store.BatchRows:
-    now = utcnow()
-    return store.BatchRows(
-        site_id=site_id, batch_key=key, session_id="s", anonymous_id="a", user_id=None,
-        sent_ts=1, received_at=now, weight=1.0, period=period_of(now), shard=shard(),
-        events=[{"type": type_, "name": None, "page_url": "u", "page_title": None,
-                 "referrer": None, "properties": {"i": i}, "client_ts": 1, "occurred_at": now}
-                for i in range(events)])
 
 
 class HeldFirstCommit:
@@ -91,7 +86,7 @@ def test_concurrent_batches_with_duplicates_are_stored_once_each(app, std_site):
     keys = [f"k{index % 7}" for index in range(24)]  # seven ids, each sent three or four times
     held = HeldFirstCommit(len(keys))
     writer = GroupWriter(held)
-    outcomes = run_together(app, writer, held, [rows(site_id, key) for key in keys])
+    outcomes = run_together(app, writer, held, [store_rows(site_id, key) for key in keys])
 
     assert max(len(group) for group in held.groups) > 1
     assert Counter(key for key, outcome in zip(keys, outcomes, strict=True) if outcome.stored) \
@@ -104,8 +99,9 @@ def test_concurrent_batches_with_duplicates_are_stored_once_each(app, std_site):
 
 def test_a_failed_commit_fails_exactly_the_batches_it_carried(app, std_site):
     site_id = std_site.site.id
-    work = [rows(site_id, "first"), *(rows(site_id, f"good-{index}") for index in range(6)),
-            rows(site_id, "broken", type_=None)]  # NOT NULL: the whole commit fails
+    work = [store_rows(site_id, "first"),
+            *(store_rows(site_id, f"good-{index}") for index in range(6)),
+            store_rows(site_id, "broken", type_=None)]  # NOT NULL: the whole commit fails
     held = HeldFirstCommit(len(work))
     writer = GroupWriter(held)
     outcomes = run_together(app, writer, held, work)
@@ -121,15 +117,16 @@ def test_a_failed_commit_fails_exactly_the_batches_it_carried(app, std_site):
     assert stored_counts(app) == {"events": 2 * stored, "batches": stored, "usage": 2 * stored}
     # The writer goes on: a retried batch is stored.
     with app.app_context(), database.connection_context():
-        assert writer.store(rows(site_id, "retried")).stored
+        assert writer.store(store_rows(site_id, "retried")).stored
     assert stored_counts(app)["batches"] == stored + 1
 
 
 def test_a_lone_batch_is_stored_by_its_own_thread(app, std_site):
     writer = GroupWriter(store.store_group)
     with app.app_context(), database.connection_context():
-        assert writer.store(rows(std_site.site.id, "alone", events=3)) == store.Outcome(True, 3)
-        assert writer.store(rows(std_site.site.id, "alone", events=1)) == store.Outcome(False, 3)
+        site_id = std_site.site.id
+        assert writer.store(store_rows(site_id, "alone", events=3)) == store.Outcome(True, 3)
+        assert writer.store(store_rows(site_id, "alone", events=1)) == store.Outcome(False, 3)
     assert stored_counts(app) == {"events": 3, "batches": 1, "usage": 3}
 
 
