@@ -1,0 +1,118 @@
+"""The floor under a stored small batch: issue 9's targets against the most that a Flask app
+storing batches durably can do on this machine.
+
+    python bench/floor.py [--workers 3] [--duration 10] [--runs 3]
+
+With a database and a site as bench/ingest.py makes them, each run serves in turn, in the same
+shape (granian, `--workers` x `--worker-threads`, no proxy), egis as deployed
+(deploy/granian_server.py) and bench/floor_app.py, a Flask app that only parses a batch and
+stores it with egis's statement through egis's group writer. Each is loaded with wrk as
+bench/ingest.py does: GET /healthz, then new 5-event gzip batches and new 1-event batches, each
+rate also given as a ratio to egis's no-op of the same run. The floor keeps the durable part of
+the contract (synchronous commit, exactly-once batch ids, the quota's usage row) and nothing
+else, so what it stores is an upper bound for egis on this stack and machine. Needs wrk.
+"""
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import psycopg2
+from ingest import (
+    DB_NAME,
+    DB_URL,
+    ROOT,
+    bench_env,
+    create_bench_site,
+    load_arguments,
+    post_batches,
+    serving,
+    start_server,
+    wait_for,
+    wrk,
+)
+from pg import admin, free_ports
+
+
+def start_floor(env: dict[str, str], port: int, args: argparse.Namespace) -> subprocess.Popen:
+    """bench/floor_app.py under granian, in the shape deploy/granian_server.py gives egis."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws", "--http", "1",
+         "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
+         "--blocking-threads", str(args.worker_threads), "--log-level", "warning",
+         "--factory", "floor_app:create_app"],
+        cwd=ROOT / "bench", env={**env, "PYTHONPATH": str(ROOT)})
+    wait_for(f"http://127.0.0.1:{port}/healthz")
+    return server
+
+
+def site_id() -> int:
+    connection = psycopg2.connect(DB_URL)
+    try:
+        cursor = connection.cursor()
+        cursor.execute("SELECT id FROM site")
+        (found,) = cursor.fetchone()
+        return found
+    finally:
+        connection.close()
+
+
+LOADS = ((5, True), (1, False))  # events per batch, gzip-compressed: the tracker's batches
+
+
+def loads(port: int, key: str, args: argparse.Namespace, scratch: str) -> list[dict]:
+    """The no-op, then each of LOADS flat out, against the server on `port`."""
+    noop = wrk("/healthz", args.duration, args.connections, args.threads, port=port)
+    rows = [{"load": "GET /healthz", "stored": None, **noop}]
+    for per_batch, compressed in LOADS:
+        label, _rps, stored, result = post_batches(port, key, DB_URL, args, scratch, per_batch,
+                                                   compressed)
+        rows.append({"load": label, "stored": stored, **result})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    load_arguments(parser)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.set_defaults(workers=3, duration=10)
+    args = parser.parse_args()
+    [port] = free_ports(1)
+    env = bench_env(DB_URL, port, args.workers, args.worker_threads)
+    key = create_bench_site(DB_NAME, env)
+    floor_env = {**env, "EGIS_FLOOR_SITE_ID": str(site_id())}
+    scratch = tempfile.mkdtemp(prefix="egis-bench-")
+    results = []  # (run, server, rows)
+    try:
+        for run in range(1, args.runs + 1):
+            for server, start in (("egis", lambda: start_server("granian", env, port, args,
+                                                                  scratch)),
+                                  ("floor", lambda: start_floor(floor_env, port, args))):
+                with serving(start()):
+                    time.sleep(2)  # let every worker finish warming up
+                    results.append((run, server, loads(port, key, args, scratch)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+
+    print(f"\ngranian, {args.workers} workers x {args.worker_threads} threads, wrk "
+          f"-t{args.threads} -c{args.connections} -d{args.duration}s, {args.runs} runs\n")
+    print("| run | app | load | requests/s | vs egis's no-op | stored events/s | p99 "
+          "| non-2xx | CPU ms/request: granian / PostgreSQL |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    egis_noop = {}
+    for run, server, rows in results:
+        if server == "egis":
+            egis_noop[run] = rows[0]["rps"]
+        for row in rows:
+            stored = f"{row['stored']:,.0f}" if row["stored"] is not None else "-"
+            print(f"| {run} | {server} | {row['load']} | {row['rps']:,.0f} | "
+                  f"{row['rps'] / egis_noop[run]:.2f} | {stored} | {row['p99']} | "
+                  f"{row['non2xx']} | {row['cpu']['granian']:.2f} / "
+                  f"{row['cpu']['postgres']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
