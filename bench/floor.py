@@ -19,20 +19,9 @@ import sys
 import tempfile
 import time
 
+import ingest
 import psycopg2
-from ingest import (
-    DB_NAME,
-    DB_URL,
-    ROOT,
-    bench_env,
-    create_bench_site,
-    load_arguments,
-    post_batches,
-    serving,
-    start_server,
-    wait_for,
-    wrk,
-)
+from ingest import DB_NAME, DB_URL, ROOT
 from pg import admin, free_ports
 
 
@@ -44,7 +33,7 @@ def start_floor(env: dict[str, str], port: int, args: argparse.Namespace) -> sub
          "--blocking-threads", str(args.worker_threads), "--log-level", "warning",
          "--factory", "floor_app:create_app"],
         cwd=ROOT / "bench", env={**env, "PYTHONPATH": str(ROOT)})
-    wait_for(f"http://127.0.0.1:{port}/healthz")
+    ingest.wait_for(f"http://127.0.0.1:{port}/healthz")
     return server
 
 
@@ -64,33 +53,33 @@ LOADS = ((5, True), (1, False))  # events per batch, gzip-compressed: the tracke
 
 def loads(port: int, key: str, args: argparse.Namespace, scratch: str) -> list[dict]:
     """The no-op, then each of LOADS flat out, against the server on `port`."""
-    noop = wrk("/healthz", args.duration, args.connections, args.threads, port=port)
+    noop = ingest.wrk("/healthz", args.duration, args.connections, args.threads, port=port)
     rows = [{"load": "GET /healthz", "stored": None, **noop}]
     for per_batch, compressed in LOADS:
-        label, _rps, stored, result = post_batches(port, key, DB_URL, args, scratch, per_batch,
-                                                   compressed)
+        label, _rps, stored, result = ingest.post_batches(port, key, DB_URL, args, scratch,
+                                                          per_batch, compressed)
         rows.append({"load": label, "stored": stored, **result})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    load_arguments(parser)
+    ingest.load_arguments(parser)
     parser.add_argument("--runs", type=int, default=3)
     parser.set_defaults(workers=3, duration=10)
     args = parser.parse_args()
     [port] = free_ports(1)
-    env = bench_env(DB_URL, port, args.workers, args.worker_threads)
-    key = create_bench_site(DB_NAME, env)
+    env = ingest.bench_env(DB_URL, port, args.workers, args.worker_threads)
+    key = ingest.create_bench_site(DB_NAME, env)
     floor_env = {**env, "EGIS_FLOOR_SITE_ID": str(site_id())}
     scratch = tempfile.mkdtemp(prefix="egis-bench-")
     results = []  # (run, server, rows)
     try:
         for run in range(1, args.runs + 1):
-            for server, start in (("egis", lambda: start_server("granian", env, port, args,
-                                                                  scratch)),
+            for server, start in (("egis", lambda: ingest.start_server("granian", env, port,
+                                                                         args, scratch)),
                                   ("floor", lambda: start_floor(floor_env, port, args))):
-                with serving(start()):
+                with ingest.serving(start()):
                     time.sleep(2)  # let every worker finish warming up
                     results.append((run, server, loads(port, key, args, scratch)))
     finally:
