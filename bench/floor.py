@@ -1,16 +1,17 @@
-"""The floor under a stored small batch: issue 9's targets against the most that a Flask app
-storing batches durably can do on this machine.
+"""The floor under a stored small batch: issue 9's targets against the most that a Python WSGI
+app storing batches durably can do on this machine.
 
     python bench/floor.py [--workers 3] [--duration 10] [--runs 3]
 
 With a database and a site as bench/ingest.py makes them, each run serves in turn, in the same
-shape (granian, `--workers` x `--worker-threads`, no proxy), egis as deployed
-(deploy/granian_server.py) and bench/floor_app.py, a Flask app that only parses a batch and
-stores it with egis's statement through egis's group writer. Each is loaded with wrk as
-bench/ingest.py does: GET /healthz, then new 5-event gzip batches and new 1-event batches, each
-rate also given as a ratio to egis's no-op of the same run. The floor keeps the durable part of
-the contract (synchronous commit, exactly-once batch ids, the quota's usage row) and nothing
-else, so what it stores is an upper bound for egis on this stack and machine. Needs wrk.
+shape (granian, `--workers` x `--worker-threads`, no proxy): egis as deployed
+(deploy/granian_server.py), then bench/floor_app.py's two apps, which only parse a batch and
+store it with egis's statement through egis's group writer, one with Flask and one without a
+framework. Each is loaded with wrk as bench/ingest.py does: GET /healthz, then new 5-event gzip
+batches and new 1-event batches, each rate also given as a ratio to egis's no-op of the same
+run. The floor apps keep the durable part of the contract (synchronous commit, exactly-once
+batch ids, the quota's usage row) and nothing else, so what they store is an upper bound for
+egis on this stack and machine. Needs wrk.
 """
 import argparse
 import shutil
@@ -25,13 +26,15 @@ from ingest import DB_NAME, DB_URL, ROOT
 from pg import admin, free_ports
 
 
-def start_floor(env: dict[str, str], port: int, args: argparse.Namespace) -> subprocess.Popen:
-    """bench/floor_app.py under granian, in the shape deploy/granian_server.py gives egis."""
+def start_floor(factory: str, env: dict[str, str], port: int,
+                args: argparse.Namespace) -> subprocess.Popen:
+    """One of bench/floor_app.py's apps (`factory`) under granian, in the shape
+    deploy/granian_server.py gives egis."""
     server = subprocess.Popen(
         [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws", "--http", "1",
          "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
          "--blocking-threads", str(args.worker_threads), "--log-level", "warning",
-         "--factory", "floor_app:create_app"],
+         "--factory", f"floor_app:{factory}"],
         cwd=ROOT / "bench", env={**env, "PYTHONPATH": str(ROOT)})
     ingest.wait_for(f"http://127.0.0.1:{port}/healthz")
     return server
@@ -76,9 +79,11 @@ def main() -> None:
     results = []  # (run, server, rows)
     try:
         for run in range(1, args.runs + 1):
-            for server, start in (("egis", lambda: ingest.start_server("granian", env, port,
-                                                                         args, scratch)),
-                                  ("floor", lambda: start_floor(floor_env, port, args))):
+            for server, start in (
+                    ("egis", lambda: ingest.start_server("granian", env, port, args, scratch)),
+                    ("floor, Flask", lambda: start_floor("create_app", floor_env, port, args)),
+                    ("floor, plain WSGI",
+                     lambda: start_floor("create_wsgi_app", floor_env, port, args))):
                 with ingest.serving(start()):
                     time.sleep(2)  # let every worker finish warming up
                     results.append((run, server, loads(port, key, args, scratch)))
