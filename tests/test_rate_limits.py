@@ -30,6 +30,8 @@ from tests.tracking.helpers import (
     wait_for_tallies,
 )
 
+UNKNOWN_KEY = "Invalid API key: unknown or revoked."
+
 
 def events(client, site, **headers):
     return post_json(client, "/api/events", batch(), site.write_headers(**headers))
@@ -415,9 +417,6 @@ def test_a_store_outage_is_logged_once_and_retried_after_a_pause(make_app, std_s
     outages = [r for r in caplog.records if "rate limit store unavailable" in r.getMessage()]
     assert len(outages) == 1
     assert store_health.down and not store_health.worth_trying()  # skipped, not waited on
-
-
-UNKNOWN_KEY = "Invalid API key: unknown or revoked."
 
 
 def test_unknown_keys_per_ip_limit_refuses_before_the_database_is_asked(make_app, app,
