@@ -35,6 +35,28 @@ class Event(BaseModel):
     occurred_at = DateTimeField()  # skew-corrected event time (UTC)
     received_at = DateTimeField()
     weight = FloatField(default=1.0)  # 1/sample rate once a site is over quota
+    # Visit context (DESIGN.md, "Visit context"), derived on the server from a browser request
+    # (a backend's request, without Origin, gets none); never the raw address or User-Agent.
+    country = CharField(max_length=2, null=True)  # ISO 3166-1 alpha-2
+    device = CharField(max_length=16, null=True)  # Desktop, Mobile, Tablet
+    browser = CharField(max_length=64, null=True)
+    browser_version = CharField(max_length=16, null=True)  # major version
+    os = CharField(max_length=64, null=True)
+    os_version = CharField(max_length=16, null=True)  # major version
+    language = CharField(max_length=8, null=True)  # ISO 639-1, lower case
+    screen = CharField(max_length=8, null=True)  # small, medium, large, xlarge
+    # Every event: its page_url's path (event:page) and host without www. (event:hostname).
+    path = TextField(null=True)
+    hostname = CharField(max_length=253, null=True)
+    # Page views only: where this page view came from; a visit's are its first page view's.
+    source = CharField(max_length=256, null=True)
+    channel = CharField(max_length=32, null=True)
+    referrer_url = TextField(null=True)  # the referrer without query string and fragment
+    utm_source = TextField(null=True)
+    utm_medium = TextField(null=True)
+    utm_campaign = TextField(null=True)
+    utm_content = TextField(null=True)
+    utm_term = TextField(null=True)
 
     class Meta:
         indexes = (
