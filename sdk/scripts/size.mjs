@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 
-const LIMIT = 6144;
+const LIMIT = 6400;
 const source = readFileSync(new URL('../dist/tracker.js', import.meta.url));
 const gzipped = gzipSync(source, { level: 9 }).length;
 console.log(`dist/tracker.js: ${source.length} bytes, ${gzipped} bytes gzipped (limit ${LIMIT})`);

@@ -23,7 +23,11 @@ const MAX_EVENTS_BYTES = KEEPALIVE_BUDGET - 1024;
  */
 export function createDelivery(post, store, context, newId, gzip) {
   const queue = createQueue(flush);
-  /** This page's unacknowledged batches by id, oldest first: {batch, sending?}. */
+  /**
+   * This page's unacknowledged batches by id, oldest first: {batch, sending?, tried?}; `sending`
+   * is the kind of request under way ("keepalive", "fetch" or ""); `tried` is set once this
+   * page has sent it.
+   */
   const entries = new Map(store.all().map((batch) => [batch.id, { batch }]));
   const refusedTypes = new Set();
   let failures = 0;
@@ -48,7 +52,7 @@ export function createDelivery(post, store, context, newId, gzip) {
   async function attempt(entry, text, keepalive) {
     const size = keepalive ? byteLength(text) : 0;
     const mode = keepalive ? 'keepalive' : 'fetch';
-    entry.sending = mode;
+    entry.sending = entry.tried = mode;
     keepaliveBytes += size;
     const response = await post(text, keepalive, gzip && !keepalive);
     keepaliveBytes -= size;
@@ -107,21 +111,22 @@ export function createDelivery(post, store, context, newId, gzip) {
   /**
    * The page is hidden, and may be leaving: the batches that fit in the keepalive budget are
    * sent with keepalive and uncompressed (compression is asynchronous, and a leaving page may
-   * not live to finish it). The browser delivers them even after the page is gone. The idle
-   * ones leave the store, so that the next page does not send them again, and come back to it
-   * only if an answer says to retry. Batches that an ordinary request is sending go too (a
-   * leaving page cancels that request, or never sends it while it is being compressed), but
-   * stay stored until an answer settles them: such a request may be one of the retries of an
-   * outage, and if its keepalive copy fails after the page is gone, the next page still has it
-   * (rarely sent twice; the service stores a batch id once). What does not fit, and what waits
-   * to retry, stays stored for the next page, should this one be gone.
+   * not live to finish it), even during a backoff: this may be their last chance. The browser
+   * delivers them even after the page is gone. The batches never tried leave the store, so that
+   * the next page does not send them again, and come back to it only if an answer says to
+   * retry. The batches tried before stay stored until an answer settles them: those that an
+   * ordinary request is sending (a leaving page cancels that request, or never sends it while
+   * it is being compressed) and those waiting to retry. They met an outage, and if the keepalive
+   * copy fails too after the page is gone, the next page still has them (at worst sent twice,
+   * under the same id: the service stores a batch id once). What does not fit stays stored for
+   * the next page, should this one be gone.
    */
   function hide() {
     seal();
-    if (stopped || retryTimer) return;
+    if (stopped) return;
     const unsent = [...entries.values()].filter((entry) => entry.sending != 'keepalive').map((entry) => [entry, body(entry.batch, false)]);
     for (const [entry, text] of pickWithinBudget(unsent, KEEPALIVE_BUDGET - keepaliveBytes, ([, text]) => byteLength(text))) {
-      if (!entry.sending) store.remove(entry.batch.id);
+      if (!entry.tried) store.remove(entry.batch.id);
       attempt(entry, text, true);
     }
   }

@@ -1,19 +1,37 @@
 export const SESSION_TIMEOUT = 30 * 60 * 1000;
+/** The anonymous id is renewed after this many months (the EU's audience-measurement limit). */
+export const ANONYMOUS_ID_MONTHS = 13;
 const ANONYMOUS_KEY = 'egis_aid';
+const CREATED_KEY = 'egis_aid_created';
 const SESSION_KEY = 'egis_sid';
 const USER_KEY = 'egis_uid';
 
 /**
+ * The anonymous id in localStorage, renewed when it is 13 months old: its creation time (ms) is
+ * stored beside it. An id stored without one (by a tracker before this rule) is renewed too.
+ */
+function anonymousIdOf(local, newId) {
+  const expiry = new Date(+local.get(CREATED_KEY));
+  expiry.setMonth(expiry.getMonth() + ANONYMOUS_ID_MONTHS);
+  let id = local.get(ANONYMOUS_KEY);
+  if (!id || !(Date.now() < expiry)) {
+    id = newId();
+    local.set(CREATED_KEY, Date.now());
+  }
+  local.set(ANONYMOUS_KEY, id);
+  return id;
+}
+
+/**
  * Who is browsing: an anonymous id kept in localStorage (no cookies), a session id per tab in
  * sessionStorage that a reload keeps and 30 idle minutes renew, and the user id given to
- * identify(), kept for the tab.
+ * identify(), kept for the tab. Without storage, all three last for the page.
  * @param {object} local localStorage as made by safeStorage
  * @param {object} session sessionStorage as made by safeStorage
  * @param {() => string} newId
  */
 export function createIdentity(local, session, newId) {
-  const anonymousId = local.get(ANONYMOUS_KEY) || newId();
-  local.set(ANONYMOUS_KEY, anonymousId);
+  const anonymousId = anonymousIdOf(local, newId);
   let visit;
   try {
     visit = JSON.parse(session.get(SESSION_KEY));

@@ -16,12 +16,16 @@ import { warn } from './warn.js';
 function start() {
   const script = document.currentScript;
   const options = parseOptions(script?.dataset ?? {}, script?.src);
-  const local = safeStorage(() => localStorage);
+  // data-storage="false": the tracker never touches the device's storage, not even to read
+  // egis_ignore; a storage that throws (`false.getItem`) holds nothing, and the queue stays in
+  // memory.
+  const storage = (open) => safeStorage(() => options.on('storage') && open());
+  const local = storage(() => localStorage);
   const api = inactiveApi();
   if (!options.key) {
     warn('no data-key');
   } else if (mayTrack(options, navigator, location.hostname, local.get('egis_ignore') == 'true')) {
-    const tracker = createTracker(options, local, safeStorage(() => sessionStorage));
+    const tracker = createTracker(options, local, storage(() => sessionStorage));
     const { delivery } = tracker;
     Object.assign(api, createApi(tracker));
     // On document: web-vitals listens on window in the capture phase, so its last metrics are

@@ -12,7 +12,7 @@ export function parseOptions(data, scriptSrc) {
     flushInterval: flushInterval > 0 ? flushInterval : 5000,
     /**
      * Whether a switch (pageviews, clicks, scroll, forms, vitals, errors, heartbeat,
-     * respectDnt) is on: all are, unless set to "false".
+     * respectDnt, storage) is on: all are, unless set to "false".
      */
     on: (name) => data[name] != 'false',
   };

@@ -10,17 +10,23 @@ import { postBatch } from './transport.js';
  * The tracker of this page: records events with the page's fields and the visitor's identity,
  * and hands them to delivery.
  * @param {ReturnType<import('./options.js').parseOptions>} options
- * @param {object} local localStorage as made by safeStorage
- * @param {object} session sessionStorage as made by safeStorage
+ * @param {object} local localStorage as made by safeStorage (one holding nothing when storage-free)
+ * @param {object} session sessionStorage, likewise
  */
-export function createTracker({ key, api }, local, session) {
+export function createTracker({ key, api, on }, local, session) {
   const newId = () => randomId(crypto);
-  const identity = createIdentity(local, session, newId);
+  // Storage-free, the visitor's ids are "-": egis derives the visitor and the visit.
+  const identity = createIdentity(local, session, on('storage') ? newId : () => '-');
   const page = createPage();
   const delivery = createDelivery(
     (text, keepalive, gzip) => postBatch(`${api}/api/events`, key, text, keepalive, gzip),
     createBatchStore(local, key),
-    () => ({ sessionId: identity.sessionId(), anonymousId: identity.anonymousId, userId: identity.userId() }),
+    () => ({
+      sessionId: identity.sessionId(),
+      anonymousId: identity.anonymousId,
+      userId: identity.userId(),
+      fingerprint: { screenWidth: innerWidth },
+    }),
     newId,
     typeof CompressionStream == 'function',
   );

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, mock, test } from 'node:test';
 
 import { createBatchStore } from '../src/batch-store.js';
 import { createDelivery, KEEPALIVE_BUDGET } from '../src/delivery.js';
+import { safeStorage } from '../src/storage.js';
 import { event, memoryStorage } from './helpers.mjs';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -166,7 +167,7 @@ test('batches an earlier page left in the store are sent by the next page', asyn
   assert.deepEqual(next.store.all(), []);
 });
 
-test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too (and stay stored until answered); waiting ones stay stored', async () => {
+test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too (and stay stored until answered)', async () => {
   const pending = [];
   const requests = [];
   const { delivery, store } = setup({
@@ -197,10 +198,78 @@ test('page hide: batches go with keepalive, uncompressed, those in ordinary requ
   pending.shift()({ status: 200, body: { success: true, count: 50 } });
   await tick();
   assert.deepEqual(store.all().map((b) => b.id), ['batch1'], 'stored: batch1 to retry; batch2 answered');
-  delivery.add(event(102));
+});
+
+test('page hide during a backoff: the batches waiting to retry go with keepalive, under their id, and stay stored until answered', async (t) => {
+  t.mock.method(Math, 'random', () => 1);
+  const requests = [];
+  const pending = [];
+  const { delivery, store } = setup({
+    gzip: true,
+    post: (text, keepalive, gzipped) => {
+      requests.push({ batch: JSON.parse(text), keepalive, gzipped });
+      return new Promise((resolve) => pending.push(resolve));
+    },
+  });
+  delivery.add(event(1));
+  const flushed = delivery.flush();
+  pending.shift()({ status: 503, retryAfter: '30' });
+  await flushed;
+  delivery.add(event(2));
+  await delivery.flush();
+  assert.equal(requests.length, 1, 'waiting 30 s to retry: the new batch waits too');
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch2']);
+
+  mock.timers.tick(10000);
   delivery.hide();
-  assert.equal(requests.length, 5, 'waiting to retry: hide sends nothing');
-  assert.deepEqual(store.all().map((b) => b.id), ['batch1', 'batch4'], 'the queued event is stored, as a batch');
+  assert.deepEqual(requests.slice(1).map((r) => [r.batch.id, r.keepalive, r.gzipped, r.batch.compressed]),
+    [['batch1', true, false, false], ['batch2', true, false, false]], 'both get their last chance, uncompressed');
+  assert.deepEqual(requests[1].batch.events, [event(1)]);
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1'], 'the one waiting to retry stays stored; the one never tried leaves');
+  delivery.hide();
+  assert.equal(requests.length, 3, 'a batch already going with keepalive is not sent again');
+
+  pending.shift()({ status: 200, body: { success: true, count: 1 } });
+  pending.shift()({ status: 200, body: { success: true, count: 1 } });
+  await tick();
+  assert.deepEqual(store.all(), [], 'answered: settled, and no longer stored');
+  mock.timers.tick(20000);
+  await tick();
+  assert.equal(requests.length, 3, 'the retry finds nothing left to send');
+});
+
+test('page hide during a backoff: a keepalive copy answered with a retry waits for the next retry', async (t) => {
+  t.mock.method(Math, 'random', () => 1);
+  const { delivery, requests, store } = setup({ answers: [{ status: 503, retryAfter: '30' }, { status: 503 }] });
+  delivery.add(event(1));
+  await delivery.flush();
+  delivery.hide();
+  await tick();
+  assert.deepEqual(requests.map((r) => [r.batch.id, r.keepalive]), [['batch1', false], ['batch1', true]]);
+  assert.deepEqual(store.all().map((b) => b.id), ['batch1']);
+  mock.timers.tick(1999);
+  await tick();
+  assert.equal(requests.length, 2, 'the second failure: up to 2 s, from its answer');
+  mock.timers.tick(1);
+  await tick();
+  assert.deepEqual(requests.map((r) => r.keepalive), [false, true, false]);
+  assert.deepEqual(store.all(), []);
+});
+
+test('a page left during a backoff: the next page sends the batch again under the same id when no answer came', async () => {
+  const storage = memoryStorage();
+  const sent = [];
+  const answers = [{ status: 503, retryAfter: '30' }];
+  // The keepalive copy's answer reaches no code: the page is gone.
+  const leaving = setup({ storage, post: async (text, keepalive) => sent.push([JSON.parse(text).id, keepalive]) && (answers.shift() ?? new Promise(() => {})) });
+  leaving.delivery.add(event(1));
+  await leaving.delivery.flush();
+  leaving.delivery.hide();
+  assert.deepEqual(sent, [['batch1', false], ['batch1', true]]);
+  const next = setup({ storage });
+  await next.delivery.flush();
+  assert.deepEqual(next.requests.map((r) => r.batch.id), ['batch1'], 'sent twice under one id: the service stores it once');
+  assert.deepEqual(next.store.all(), []);
 });
 
 test('a batch in flight when the page leaves is sent again by the next page if its keepalive copy fails', async () => {
@@ -272,4 +341,17 @@ test('a keepalive batch answered with a retry comes back to the store', async ()
   assert.deepEqual(store.all(), []);
   await tick();
   assert.deepEqual(store.all().map((b) => b.id), ['batch1']);
+});
+
+test('storage-free (a storage that holds nothing): batches wait in memory, are retried from there, and get their keepalive chance', async (t) => {
+  t.mock.method(Math, 'random', () => 1);
+  const { delivery, requests } = setup({ storage: safeStorage(() => false), answers: [{ status: 503 }] });
+  delivery.add(event(1));
+  await delivery.flush();
+  mock.timers.tick(1000);
+  await tick();
+  assert.deepEqual(requests.map((r) => [r.batch.id, r.keepalive]), [['batch1', false], ['batch1', false]]);
+  delivery.add(event(2));
+  delivery.hide();
+  assert.deepEqual(requests.slice(2).map((r) => [r.batch.id, r.keepalive, r.batch.events]), [['batch2', true, [event(2)]]]);
 });

@@ -76,3 +76,49 @@ test('without storage (blocked, private mode) it still works, for this page', ()
   assert.ok(identity.sessionId());
   assert.ok(identity.anonymousId);
 });
+
+test('the anonymous id is kept with its creation time, and renewed once 13 months old', () => {
+  mock.timers.setTime(Date.UTC(2025, 0, 15, 12));
+  const local = memoryStorage();
+  const first = createIdentity(local, memoryStorage(), newId).anonymousId;
+  assert.equal(local.items.get('egis_aid'), first);
+  assert.equal(local.items.get('egis_aid_created'), String(Date.UTC(2025, 0, 15, 12)));
+  // 13 months after 15 January 2025, 12:00 (the calendar's months, in local time).
+  const renewal = new Date(Date.UTC(2025, 0, 15, 12));
+  renewal.setMonth(renewal.getMonth() + 13);
+  assert.equal(renewal.getUTCFullYear() * 100 + renewal.getUTCMonth() + 1, 202602);
+  mock.timers.setTime(renewal.getTime() - 1);
+  assert.equal(createIdentity(local, memoryStorage(), newId).anonymousId, first, 'a millisecond before: kept');
+  assert.equal(local.items.get('egis_aid_created'), String(Date.UTC(2025, 0, 15, 12)), 'its creation time unchanged');
+  mock.timers.setTime(renewal.getTime());
+  const renewed = createIdentity(local, memoryStorage(), newId).anonymousId;
+  assert.notEqual(renewed, first);
+  assert.equal(local.items.get('egis_aid'), renewed);
+  assert.equal(local.items.get('egis_aid_created'), String(renewal.getTime()), 'a new 13 months start');
+  mock.timers.tick(1000);
+  assert.equal(createIdentity(local, memoryStorage(), newId).anonymousId, renewed);
+});
+
+test('an anonymous id stored without a creation time, or with a broken one, is renewed', () => {
+  mock.timers.setTime(Date.UTC(2025, 5, 1));
+  for (const created of [undefined, '', 'soon']) {
+    const local = memoryStorage(created === undefined ? { egis_aid: 'old' } : { egis_aid: 'old', egis_aid_created: created });
+    const { anonymousId } = createIdentity(local, memoryStorage(), newId);
+    assert.notEqual(anonymousId, 'old', String(created));
+    assert.equal(local.items.get('egis_aid_created'), String(Date.now()));
+  }
+});
+
+test('storage-free (ids "-", a storage that holds nothing): the user id lasts for the page only', () => {
+  const nothing = { get: () => undefined, set: () => {} };
+  const identity = createIdentity(nothing, nothing, () => '-');
+  identity.touch();
+  assert.equal(identity.anonymousId, '-');
+  assert.equal(identity.sessionId(), '-');
+  identity.identify('user_42');
+  assert.equal(identity.userId(), 'user_42');
+  mock.timers.tick(SESSION_TIMEOUT + 1);
+  identity.touch();
+  assert.equal(identity.sessionId(), '-');
+  assert.equal(createIdentity(nothing, nothing, () => '-').userId(), undefined, 'the next page has none');
+});
