@@ -47,6 +47,7 @@ class FlakyProxy:
     lock: threading.Lock = field(default_factory=threading.Lock)
     released: threading.Event = field(default_factory=threading.Event)
     server: ThreadingHTTPServer | None = None
+    retry_after: str = "1"  # seconds, in the proxy's 503s
 
     @property
     def url(self) -> str:
@@ -129,7 +130,7 @@ def _handler_for(proxy: FlakyProxy) -> type[BaseHTTPRequestHandler]:
 
         def _unavailable(self) -> None:
             body = b'{"error": "The database is unavailable."}'
-            headers = [("Content-Type", "application/json"), ("Retry-After", "1")]
+            headers = [("Content-Type", "application/json"), ("Retry-After", proxy.retry_after)]
             origin = self.headers.get("Origin")
             if origin:
                 headers.append(("Access-Control-Allow-Origin", origin))

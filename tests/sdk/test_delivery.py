@@ -150,6 +150,44 @@ def test_a_batch_in_flight_when_the_page_is_left_is_not_lost(app, std, tracked, 
     assert_sent_events_stored_once(app, std, egis)
 
 
+def test_a_page_left_during_a_backoff_sends_the_waiting_batch(app, std, tracked, pages, page,
+                                                               egis):
+    """Refused (a 503 that asks for 30 s), then allowed, and the page is left during the wait:
+    the page hide sends the batch waiting to retry (with keepalive: uncompressed), long before
+    the retry was due. No answer reaches a page that is gone, so the batch stays stored: the
+    next page sends it again under its id, and egis stores each event once."""
+    pages.pages[LEAVE] = "<p>no tracker here</p>"
+    url = tracked("/backoff", std.write_key, flush_interval=600_000,
+                  **dict.fromkeys(("vitals", "scroll", "heartbeat", "clicks"), "false"))
+    page.goto(url)
+    tracker_ready(page)
+    wait_for(lambda: page.evaluate(NOTHING_STORED), what="the page view answered")
+    egis.retry_after = "30"
+    egis.fail_next(FAIL_BEFORE)
+    _track(page, "outage-1", "outage-2")
+    page.evaluate("egis.flush()")  # resolves once the 503 is answered: the tracker now waits
+    (refused,) = [item for item in egis.received if item.action == FAIL_BEFORE]
+    waiting_id = refused.batch["id"]
+    left_at = time.monotonic()
+    page.goto(pages.url(LEAVE))
+    wait_for(lambda: _names(app, std) == ["outage-1", "outage-2"], timeout=20,
+             what="the events, from the page hide", seen=lambda: _attempts(egis))
+    assert time.monotonic() - left_at < 30, "not the retry, due 30 s after the refusal"
+    assert _attempts(egis)[waiting_id] == [FAIL_BEFORE, "pass"]
+    last_chance = [item for item in egis.received if item.batch["id"] == waiting_id][-1]
+    assert last_chance.batch["compressed"] is False
+    assert "content-encoding" not in last_chance.headers
+    stored = page.evaluate("key => JSON.parse(localStorage['egis_batches_' + key])",
+                           std.write_key)
+    assert [batch["id"] for batch in stored] == [waiting_id], "stored until an answer settles it"
+    page.goto(url)
+    wait_for(lambda: _attempts(egis)[waiting_id] == [FAIL_BEFORE, "pass", "pass"],
+             what="the next page's copy", seen=lambda: _attempts(egis))
+    wait_for(lambda: page.evaluate(NOTHING_STORED), what="the copy answered")
+    assert _names(app, std) == ["outage-1", "outage-2"]
+    assert_sent_events_stored_once(app, std, egis)
+
+
 def test_leaving_the_page_sends_what_is_queued(app, std, tracked, pages, page, egis):
     pages.pages[LEAVE] = "<p>no tracker here</p>"
     page.goto(tracked("/hide", std.write_key, flush_interval=600_000))
