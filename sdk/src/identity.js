@@ -14,7 +14,7 @@ function anonymousIdOf(local, newId) {
   const expiry = new Date(+local.get(CREATED_KEY));
   expiry.setMonth(expiry.getMonth() + ANONYMOUS_ID_MONTHS);
   let id = local.get(ANONYMOUS_KEY);
-  if (!id || !(Date.now() < expiry)) {
+  if (!(id && Date.now() < expiry)) {
     id = newId();
     local.set(CREATED_KEY, Date.now());
   }
