@@ -30,6 +30,23 @@ function setup({ answers = [], gzip = false, storage = memoryStorage(), post } =
   return { delivery, requests, store, storage };
 }
 
+/**
+ * A delivery (gzip on) whose requests wait until the test answers them: `pending` holds their
+ * resolvers, in the order the requests were made.
+ */
+function setupAnsweredByTest() {
+  const pending = [];
+  const requests = [];
+  const made = setup({
+    gzip: true,
+    post: (text, keepalive, gzipped) => {
+      requests.push({ batch: JSON.parse(text), keepalive, gzipped });
+      return new Promise((resolve) => pending.push(resolve));
+    },
+  });
+  return { ...made, requests, pending };
+}
+
 let warnings;
 beforeEach((t) => {
   mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 });
@@ -168,15 +185,7 @@ test('batches an earlier page left in the store are sent by the next page', asyn
 });
 
 test('page hide: batches go with keepalive, uncompressed, those in ordinary requests too (and stay stored until answered)', async () => {
-  const pending = [];
-  const requests = [];
-  const { delivery, store } = setup({
-    gzip: true,
-    post: (text, keepalive, gzipped) => {
-      requests.push({ batch: JSON.parse(text), keepalive, gzipped });
-      return new Promise((resolve) => pending.push(resolve));
-    },
-  });
+  const { delivery, store, requests, pending } = setupAnsweredByTest();
   for (let n = 1; n <= 100; n++) delivery.add(event(n));
   assert.equal(requests.length, 2, 'two full batches went out as normal requests');
   delivery.add(event(101));
@@ -202,15 +211,7 @@ test('page hide: batches go with keepalive, uncompressed, those in ordinary requ
 
 test('page hide during a backoff: the batches waiting to retry go with keepalive, under their id, and stay stored until answered', async (t) => {
   t.mock.method(Math, 'random', () => 1);
-  const requests = [];
-  const pending = [];
-  const { delivery, store } = setup({
-    gzip: true,
-    post: (text, keepalive, gzipped) => {
-      requests.push({ batch: JSON.parse(text), keepalive, gzipped });
-      return new Promise((resolve) => pending.push(resolve));
-    },
-  });
+  const { delivery, store, requests, pending } = setupAnsweredByTest();
   delivery.add(event(1));
   const flushed = delivery.flush();
   pending.shift()({ status: 503, retryAfter: '30' });
