@@ -285,10 +285,14 @@ def test_identify_joins_server_revenue_to_the_visit(app, client, std, tracked, p
         == [("newsletter", "USD", 1999)]
 
 
+DO_NOT_TRACK = "Object.defineProperty(navigator, 'doNotTrack', {get: () => '1'})"
+GLOBAL_PRIVACY_CONTROL = ("Object.defineProperty(navigator, 'globalPrivacyControl',"
+                          " {get: () => true})")
 PRIVACY = {
-    "do-not-track": ("Object.defineProperty(navigator, 'doNotTrack', {get: () => '1'})", {}),
-    "global-privacy-control": (
-        "Object.defineProperty(navigator, 'globalPrivacyControl', {get: () => true})", {}),
+    "do-not-track": (DO_NOT_TRACK, {}),
+    "global-privacy-control": (GLOBAL_PRIVACY_CONTROL, {}),
+    "do-not-track-storage-free": (DO_NOT_TRACK, {"storage": "false"}),
+    "global-privacy-control-storage-free": (GLOBAL_PRIVACY_CONTROL, {"storage": "false"}),
     "owner-excluded": ("localStorage.setItem('egis_ignore', 'true')", {}),
     "other-domains-only": ("", {"domains": "shop.example,www.shop.example"}),
 }
@@ -310,6 +314,6 @@ def test_privacy_settings_send_nothing(app, std, tracked, pages, context, page, 
 
 
 def test_do_not_track_can_be_overridden_by_the_site(app, std, tracked, context, page):
-    context.add_init_script("Object.defineProperty(navigator, 'doNotTrack', {get: () => '1'})")
+    context.add_init_script(DO_NOT_TRACK)
     page.goto(tracked("/dnt-off", std.write_key, respect_dnt="false"))
     wait_for(lambda: stored_events(app, std.site.id), what="the page view")

@@ -127,19 +127,6 @@ def test_storage_free_what_is_unsent_goes_when_the_page_is_left(app, std, tracke
     assert (batch["anonymousId"], batch["sessionId"], batch["compressed"]) == ("-", "-", False)
 
 
-@pytest.mark.parametrize("signal", ["doNotTrack', {get: () => '1'}",
-                                    "globalPrivacyControl', {get: () => true}"])
-def test_storage_free_still_respects_dnt_and_gpc(app, std, tracked, context, page, egis,
-                                                 signal):
-    context.add_init_script(f"Object.defineProperty(navigator, '{signal})")
-    page.goto(tracked("/private", std.write_key, **STORAGE_FREE))
-    page.wait_for_function("() => window.egis && typeof window.egis.track == 'function'")
-    page.evaluate("async () => { egis.track('x'); await egis.flush() }")
-    page.evaluate("() => new Promise(resolve => setTimeout(resolve, 500))")  # a negative
-    assert egis.received == []
-    assert stored_events(app, std.site.id) == []
-
-
 def _months_ago(months: int) -> int:
     """Epoch milliseconds `months` calendar months before now (UTC; days after the 28th
     taken as the 28th, which every month has)."""
