@@ -1,7 +1,8 @@
 /**
  * localStorage or sessionStorage that never throws: private modes, blocked storage and full
- * quotas throw, and then the tracker goes on without persistence.
- * @param {() => Storage} open
+ * quotas throw, and then the tracker goes on without persistence. When `open` gives no storage
+ * (storage-free mode: false), nothing is read or kept.
+ * @param {() => Storage | false} open
  */
 export const safeStorage = (open) => ({
   get(key) {

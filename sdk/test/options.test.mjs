@@ -11,14 +11,15 @@ test('defaults: every switch on, API from the script origin, 5 s flush, no domai
   assert.equal(options.api, 'https://ingest.example:8443');
   assert.equal(options.flushInterval, 5000);
   assert.deepEqual(options.domains, []);
-  for (const name of ['pageviews', 'clicks', 'scroll', 'forms', 'vitals', 'errors', 'heartbeat', 'respectDnt']) {
+  for (const name of ['pageviews', 'clicks', 'scroll', 'forms', 'vitals', 'errors', 'heartbeat', 'respectDnt', 'storage']) {
     assert.equal(options.on(name), true, name);
   }
 });
 
 test('a switch is off only with the exact value "false"', () => {
-  const options = parseOptions({ clicks: 'false', scroll: 'no', forms: '', respectDnt: 'false' }, SRC);
+  const options = parseOptions({ clicks: 'false', scroll: 'no', forms: '', respectDnt: 'false', storage: 'false' }, SRC);
   assert.equal(options.on('clicks'), false);
+  assert.equal(options.on('storage'), false);
   assert.equal(options.on('respectDnt'), false);
   assert.equal(options.on('scroll'), true);
   assert.equal(options.on('forms'), true);
