@@ -7,7 +7,7 @@ delete are found by walking the primary key upwards (keyset), so each row is rea
 many batches it takes.
 """
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from peewee import Expression, Model
 
@@ -15,6 +15,8 @@ from app import partitions
 from app.partitions import month_start
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, database
 from models.site import utcnow
+from models.visitor_salt import SALT_LIFETIME, VisitorSalt
+from models.visitor_state import VisitorState
 
 DELETE_BATCH_ROWS = 2000
 
@@ -40,11 +42,13 @@ def delete_where(model: type[Model], condition: Expression,
 class PruneCutoffs:
     data_before: datetime  # a month's first instant: whole months go
     batch_ids_before: datetime
+    salt_days_before: date  # storage-free salts and visits: gone SALT_LIFETIME after their day
 
     @classmethod
     def at(cls, now: datetime, older_than_months: int, idempotency_days: int) -> "PruneCutoffs":
         return cls(data_before=month_start(now, -older_than_months),
-                   batch_ids_before=now - timedelta(days=idempotency_days))
+                   batch_ids_before=now - timedelta(days=idempotency_days),
+                   salt_days_before=(now - SALT_LIFETIME).date() + timedelta(days=1))
 
 
 def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
@@ -69,6 +73,8 @@ def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
         (IngestTally, IngestTally.day < before.date()),
         (Usage, Usage.period < before.strftime("%Y-%m")),
         (Batch, Batch.received_at < cutoffs.batch_ids_before),
+        (VisitorSalt, VisitorSalt.day < cutoffs.salt_days_before),
+        (VisitorState, VisitorState.day < cutoffs.salt_days_before),
     )
     return {model._meta.table_name: delete_where(model, condition, batch_rows)
             for model, condition in targets}
