@@ -21,10 +21,12 @@ from tests.tracking.helpers import (
     CHROME_UA,
     batch,
     db,
+    dumps,
     event,
     goal,
     now_ms,
     post_json,
+    post_live,
     seed_usage,
     stored_events,
 )
@@ -168,6 +170,28 @@ def test_concurrent_first_requests_of_one_visitor_get_one_visit(app, std_site):
     assert len(set(ids(app))) == 1 and len(ids(app)) == 8
     with db(app):
         assert (VisitorSalt.select().count(), VisitorState.select().count()) == (1, 1)
+
+
+@pytest.mark.slow
+def test_every_worker_derives_the_same_ids_from_the_forwarded_address(start_server, app,
+                                                                     std_site):
+    """A real server of two workers behind one trusted proxy: the visitor is the address in
+    X-Forwarded-For, hashed under the salt all workers share; the address is in no log line of
+    egis's."""
+    server = start_server(workers=2, env={"EGIS_TRUSTED_PROXIES": "1"}, deploy_config=True)
+
+    def post_from(address: str) -> int:
+        body = dumps(batch(anonymousId="-", sessionId="-"))
+        headers = std_site.write_headers(**{"User-Agent": CHROME_UA, "X-Forwarded-For": address})
+        return post_live(server.url, body, headers)[0]
+
+    assert race(12, lambda _: post_from("203.0.113.5")) == [200] * 12
+    assert post_from("203.0.113.6") == 200
+    stored = ids(app)
+    assert len(stored) == 13 and len(set(stored[:12])) == 1 and stored[12][0] != stored[0][0]
+    egis_lines = [line for line in server.log().splitlines() if line.startswith("{")]
+    assert any('"route":"/api/events"' in line for line in egis_lines)
+    assert not any("203.0.113." in line for line in egis_lines)
 
 
 class Clock:
