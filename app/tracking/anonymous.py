@@ -17,61 +17,31 @@ batch spanning a 30-minute silence is rare; it is counted in the visit of its fi
 its last event is the one the next batch is measured from.
 """
 import hashlib
-import ipaddress
 import secrets
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from flask import current_app, request
 from peewee import EXCLUDED, Case, Value
 
+from app.limits import client_network
 from app.tracking import ingest
 from models import VisitorSalt, VisitorState
 from models.site import utcnow
 
 DERIVE = "-"  # the id a storage-free tracker sends: "egis, derive it"
 VISIT_GAP = timedelta(minutes=30)
-IPV6_NETWORK_BITS = 64  # one subscriber's network: its devices' privacy addresses rotate in it
 VISITOR_ID_BYTES = 16  # 32 hex characters
 SESSION_ID_BYTES = 16
 _SALTS = "egis_visitor_salts"
 
 
-@dataclass(frozen=True)
-class Client:
-    """What the visitor hash is made of, besides the site and the salt."""
-
-    user_agent: str
-    address: str | None  # request.remote_addr, after ProxyFix (EGIS_TRUSTED_PROXIES)
-
-    @classmethod
-    def of_request(cls) -> "Client":
-        """The request's sender: a browser, or a backend posting for its own visitors."""
-        return cls(request.headers.get("User-Agent", ""), request.remote_addr)
-
-
-def network_of(address: str | None) -> str:
-    """The part of an address that names the visitor's network: all of an IPv4 address (an
-    IPv4-mapped IPv6 one too), an IPv6 address's /64; anything else as given."""
-    try:
-        parsed = ipaddress.ip_address(address or "")
-    except ValueError:
-        return address or ""
-    if isinstance(parsed, ipaddress.IPv6Address):
-        if parsed.ipv4_mapped is not None:
-            return str(parsed.ipv4_mapped)
-        # By its number: a link-local address's zone (%eth0) names no network of the visitor.
-        return str(ipaddress.IPv6Network((int(parsed), IPV6_NETWORK_BITS), strict=False))
-    return str(parsed)
-
-
-def visitor_id(salt: bytes, site_id: int, client: Client) -> str:
-    """The visitor's id for one day: keyed BLAKE2b (made for keyed hashing: no HMAC around it).
-
-    The User-Agent comes last, so no value of it can pass for another split of the fields.
-    """
-    message = f"{site_id}\n{network_of(client.address)}\n{client.user_agent}"
+def visitor_id(salt: bytes, site_id: int, network: str, user_agent: str) -> str:
+    """The visitor's id for one day: keyed BLAKE2b (made for keyed hashing: no HMAC around it)
+    of the site, the client's network (app.limits.client_network: an IPv4 address, an IPv6 /64)
+    and its User-Agent. The User-Agent comes last, so no value of it can pass for another split
+    of the fields."""
+    message = f"{site_id}\n{network}\n{user_agent}"
     return hashlib.blake2b(message.encode("utf-8", "surrogatepass"), key=salt,
                            digest_size=VISITOR_ID_BYTES).hexdigest()
 
@@ -128,12 +98,15 @@ def derived_ids(site_id: int, anonymous_id: str | None, session_id: str | None,
                 ) -> tuple[str | None, str | None]:
     """(anonymous id, session id) with each DERIVE replaced by the derived id.
 
-    A session id to derive needs a visitor: the one given, else the request's hash.
+    A session id to derive needs a visitor: the one given, else the request's hash. The
+    request is its sender's (its address after ProxyFix, EGIS_TRUSTED_PROXIES): a browser's,
+    or a backend's posting for its own visitors.
     """
     day = received_at.date()
     visitor = anonymous_id
     if anonymous_id in (DERIVE, None):
-        visitor = visitor_id(daily_salt().of(day), site_id, Client.of_request())
+        visitor = visitor_id(daily_salt().of(day), site_id, client_network(),
+                             request.headers.get("User-Agent", ""))
     if session_id == DERIVE:
         session_id = visit_of(site_id, visitor, day, first, last)
     return (visitor if anonymous_id == DERIVE else anonymous_id), session_id
