@@ -105,21 +105,26 @@ def erase_user(site_id: int, user_id: str,
     if browsers:
         events |= Event.anonymous_id.in_(browsers)
         server_events |= ServerEvent.anonymous_id.in_(browsers)
-    return browsers, _erase(site_id, events, server_events, batch_rows)
+    return browsers, _erase(site_id, events, server_events, VisitorState.visitor.in_(browsers),
+                            batch_rows)
 
 
 def erase_anonymous(site_id: int, anonymous_id: str,
                     batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
-    """Delete the events and server events of one anonymous id (one browser) of a site."""
+    """Delete the events and server events of one anonymous id (one browser, or a derived
+    storage-free visitor) of a site, and its current visit's row."""
     return _erase(site_id, Event.anonymous_id == anonymous_id,
-                  ServerEvent.anonymous_id == anonymous_id, batch_rows)
+                  ServerEvent.anonymous_id == anonymous_id,
+                  VisitorState.visitor == anonymous_id, batch_rows)
 
 
 def _erase(site_id: int, events: Expression, server_events: Expression,
-           batch_rows: int) -> dict[str, int]:
+           visitors: Expression, batch_rows: int) -> dict[str, int]:
     return {
         Event._meta.table_name: delete_where(Event, (Event.site_id == site_id) & events,
                                              batch_rows),
         ServerEvent._meta.table_name: delete_where(
             ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
+        VisitorState._meta.table_name: delete_where(
+            VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
     }

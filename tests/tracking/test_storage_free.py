@@ -325,6 +325,8 @@ def test_erasing_a_derived_anonymous_id(client, app, std_site):
     result = app.test_cli_runner().invoke(
         args=["data", "erase", "std.example", "--anonymous-id", erased])
     assert result.exit_code == 0, result.output
-    assert "event\t2" in result.stdout.splitlines()
+    assert {"event\t2", "visitor_state\t1"} <= set(result.stdout.splitlines())
     assert [visitor for visitor, _ in ids(app)] == [kept]
+    with db(app):
+        assert [row.visitor for row in VisitorState.select()] == [kept]
 
