@@ -4,8 +4,8 @@ tracking").
 A batch (or goal) whose anonymous id or session id is "-" carries no id of its own: the
 tracker kept nothing on the device. The visitor is then a keyed hash (BLAKE2b) of the site, the
 User-Agent and the client's network (an IPv4 address, an IPv6 /64) under the random salt of the
-UTC day of receipt (models.visitor_salt); the address goes no further than this hash. The visit
-is derived: a visitor's events split into visits after VISIT_GAP without an event (event time,
+UTC day of receipt (models.visitor_salt); of the address, this module keeps only the hash. The
+visit is derived: a visitor's events split into visits after VISIT_GAP without an event (event time,
 as app.tracking.ingest corrects it for clock skew). Its session id is random, so it does not
 lead back to the visitor id, and is kept per visitor in one row (models.visitor_state) that a
 single upsert reads and moves on: concurrent first requests of one visitor, in any worker or
@@ -104,7 +104,7 @@ def derived_ids(site_id: int, anonymous_id: str | None, session_id: str | None,
     """
     day = received_at.date()
     visitor = anonymous_id
-    if anonymous_id in (DERIVE, None):
+    if not anonymous_id or anonymous_id == DERIVE:  # a goal's may be absent or empty
         visitor = visitor_id(daily_salt().of(day), site_id, client_network(),
                              request.headers.get("User-Agent", ""))
     if session_id == DERIVE:

@@ -144,6 +144,20 @@ def test_goals_with_dash_ids_join_the_browsers_visit(client, app, std_site):
                                                         page_view.session_id)
 
 
+@pytest.mark.parametrize("anonymous_id", [..., None, ""])
+def test_a_goal_without_an_anonymous_id_gets_the_visit_of_the_requests_visitor(
+        client, app, std_site, anonymous_id):
+    send(client, std_site, user_agent=CHROME_UA)
+    send(client, std_site, user_agent=FIREFOX_UA)
+    response = client.post("/api/goals", json=goal(anonymous_id=anonymous_id, session_id="-"),
+                           headers=std_site.write_headers(**{"User-Agent": FIREFOX_UA}),
+                           environ_base={"REMOTE_ADDR": HOME})
+    assert response.get_json() == {"success": True}
+    _, firefox, signup = stored_events(app)
+    assert signup.session_id == firefox.session_id
+    assert signup.anonymous_id == (None if anonymous_id is ... else anonymous_id)
+
+
 def test_only_the_dash_id_is_derived(client, app, std_site):
     send(client, std_site, anonymousId="anon-kept")
     send(client, std_site, sessionId="sess-kept")
