@@ -7,7 +7,7 @@ delete are found by walking the primary key upwards (keyset), so each row is rea
 many batches it takes.
 """
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from peewee import Expression, Model
 
@@ -15,6 +15,8 @@ from app import partitions
 from app.partitions import month_start
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, database
 from models.site import utcnow
+from models.visitor_salt import SALT_LIFETIME, VisitorSalt
+from models.visitor_state import VisitorState
 
 DELETE_BATCH_ROWS = 2000
 
@@ -40,11 +42,13 @@ def delete_where(model: type[Model], condition: Expression,
 class PruneCutoffs:
     data_before: datetime  # a month's first instant: whole months go
     batch_ids_before: datetime
+    salt_days_before: date  # storage-free salts and visits: gone SALT_LIFETIME after their day
 
     @classmethod
     def at(cls, now: datetime, older_than_months: int, idempotency_days: int) -> "PruneCutoffs":
         return cls(data_before=month_start(now, -older_than_months),
-                   batch_ids_before=now - timedelta(days=idempotency_days))
+                   batch_ids_before=now - timedelta(days=idempotency_days),
+                   salt_days_before=(now - SALT_LIFETIME).date() + timedelta(days=1))
 
 
 def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
@@ -69,6 +73,8 @@ def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
         (IngestTally, IngestTally.day < before.date()),
         (Usage, Usage.period < before.strftime("%Y-%m")),
         (Batch, Batch.received_at < cutoffs.batch_ids_before),
+        (VisitorSalt, VisitorSalt.day < cutoffs.salt_days_before),
+        (VisitorState, VisitorState.day < cutoffs.salt_days_before),
     )
     return {model._meta.table_name: delete_where(model, condition, batch_rows)
             for model, condition in targets}
@@ -99,21 +105,26 @@ def erase_user(site_id: int, user_id: str,
     if browsers:
         events |= Event.anonymous_id.in_(browsers)
         server_events |= ServerEvent.anonymous_id.in_(browsers)
-    return browsers, _erase(site_id, events, server_events, batch_rows)
+    return browsers, _erase(site_id, events, server_events, VisitorState.visitor.in_(browsers),
+                            batch_rows)
 
 
 def erase_anonymous(site_id: int, anonymous_id: str,
                     batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
-    """Delete the events and server events of one anonymous id (one browser) of a site."""
+    """Delete the events and server events of one anonymous id (one browser, or a derived
+    storage-free visitor) of a site, and its current visit's row."""
     return _erase(site_id, Event.anonymous_id == anonymous_id,
-                  ServerEvent.anonymous_id == anonymous_id, batch_rows)
+                  ServerEvent.anonymous_id == anonymous_id,
+                  VisitorState.visitor == anonymous_id, batch_rows)
 
 
 def _erase(site_id: int, events: Expression, server_events: Expression,
-           batch_rows: int) -> dict[str, int]:
+           visitors: Expression, batch_rows: int) -> dict[str, int]:
     return {
         Event._meta.table_name: delete_where(Event, (Event.site_id == site_id) & events,
                                              batch_rows),
         ServerEvent._meta.table_name: delete_where(
             ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
+        VisitorState._meta.table_name: delete_where(
+            VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
     }

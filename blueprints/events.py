@@ -17,7 +17,7 @@ from app.fields import (
 )
 from app.openapi import documented
 from app.privacy import looks_like_email
-from app.tracking import ingest
+from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 from app.validation import FastLoader
 from models.event import EVENT_TYPES
@@ -127,6 +127,7 @@ def post_events():
     # NUL in any string: let marshmallow find and name the field.
     batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
     refuse_restricted_types({event["type"] for event in batch["events"]})
+    batch = anonymous.derive_batch_ids(g.site.id, batch)
     result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
                                  current_app.config["SAMPLE_RATE"],
                                  current_app.extensions.get("egis_writer"))

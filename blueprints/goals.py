@@ -6,7 +6,7 @@ from app import cors
 from app.bodies import json_object, raw_body
 from app.fields import JSONObject, Text
 from app.openapi import documented
-from app.tracking import ingest
+from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 
 bp = Blueprint("goals", __name__)
@@ -51,6 +51,7 @@ GOAL_SCHEMA = GoalSchema()
 @tracking_endpoint(lambda: {"success": True, "bot": True})
 def post_goal():
     goal = GOAL_SCHEMA.load(json_object(raw_body()))
+    goal = anonymous.derive_goal_ids(g.site.id, goal)
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
                                 current_app.config["SAMPLE_RATE"])
     body = {"success": True}

@@ -9,9 +9,12 @@ from models.instance_secret import InstanceSecret
 from models.server_event import ServerEvent
 from models.site import Site
 from models.usage import Usage
+from models.visitor_salt import VisitorSalt
+from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
-              InstanceSecret)
+              InstanceSecret, VisitorSalt, VisitorState)
 
 __all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IngestTally",
-           "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage", "database"]
+           "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage", "VisitorSalt",
+           "VisitorState", "database"]

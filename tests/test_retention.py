@@ -12,7 +12,8 @@ from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage
 from models.site import utcnow
 from tests.tracking.helpers import batch, db, dumps, post_json, post_live, stored_counts
 
-TABLES = ("event", "server_event", "crawl_hit", "ingest_tally", "usage", "batch")
+TABLES = ("event", "server_event", "crawl_hit", "ingest_tally", "usage", "batch", "visitor_salt",
+          "visitor_state")
 
 
 def add_event(site_id: int, occurred_at: datetime, **fields) -> None:
@@ -78,7 +79,8 @@ def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site
                                f"received before ")
     assert lines[0].endswith(" UTC (30 days).")
     assert table_lines(lines) == {"event": 4, "server_event": 2, "crawl_hit": 2,
-                                  "ingest_tally": 2, "usage": 2, "batch": 2}
+                                  "ingest_tally": 2, "usage": 2, "batch": 2, "visitor_salt": 0,
+                                  "visitor_state": 0}
     assert counts(app) == {"event": 4, "server_event": 2, "crawl_hit": 2, "ingest_tally": 2,
                            "usage": 2, "batch": 2}
     with db(app):
@@ -190,19 +192,19 @@ def test_erase_a_user_with_the_browsers_it_was_seen_with(app, people):
     lines = run(app, "data", "erase", "std.example", "--user-id", "user-1")
     assert lines[0] == ("Erased user id 'user-1' of std.example and the 2 anonymous id(s) it "
                         "was seen with.")
-    assert table_lines(lines) == {"event": 4, "server_event": 2}
+    assert table_lines(lines) == {"event": 4, "server_event": 2, "visitor_state": 0}
     assert remaining(app, site) == ([("a-9", "user-9")], [("o9",)])
     assert remaining(app, other) == ([("a-1", "user-1")], [("o1",)])
     assert counts(app)["crawl_hit"] == 1
     again = run(app, "data", "erase", "std.example", "--user-id", "user-1")
-    assert table_lines(again) == {"event": 0, "server_event": 0}
+    assert table_lines(again) == {"event": 0, "server_event": 0, "visitor_state": 0}
 
 
 def test_erase_an_anonymous_id(app, people):
     site, other = people
     lines = run(app, "data", "erase", "std.example", "--anonymous-id", "a-2")
     assert lines[0] == "Erased anonymous id 'a-2' of std.example."
-    assert table_lines(lines) == {"event": 2, "server_event": 1}
+    assert table_lines(lines) == {"event": 2, "server_event": 1, "visitor_state": 0}
     events, server = remaining(app, site)
     assert ("a-2", None) not in events and ("a-2", "user-1") not in events and len(events) == 3
     assert server == [("o1",), ("o9",)]
@@ -228,5 +230,6 @@ def test_erase_in_small_transactions(app, std_site):
         for _ in range(11):
             add_event(std_site.site.id, utcnow(), anonymous_id="a-1", user_id="u-1")
         browsers, deleted = retention.erase_user(std_site.site.id, "u-1", batch_rows=3)
-    assert (browsers, deleted) == (["a-1"], {"event": 11, "server_event": 0})
+    assert (browsers, deleted) == (["a-1"], {"event": 11, "server_event": 0,
+                                             "visitor_state": 0})
 

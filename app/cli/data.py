@@ -23,7 +23,8 @@ def report(deleted: dict[str, int]) -> None:
 def data_prune(months: int) -> None:
     """Delete events, server events, crawl hits and tallies from before the first day of the
     month MONTHS months ago, and batch ids older than EGIS_IDEMPOTENCY_DAYS (a resend older
-    than that is stored again). On PostgreSQL whole months of events go with their partition,
+    than that is stored again), and the storage-free salts and visit rows 48 hours after
+    their day began. On PostgreSQL whole months of events go with their partition,
     and the coming months' partitions are created. Safe while ingest runs: rows go in small
     transactions. Prints the rows deleted per table."""
     days = int(current_app.config["IDEMPOTENCY_DAYS"])
