@@ -3,19 +3,29 @@
 mode an anonymous id in localStorage that is renewed after 13 months.
 
 An init script records every access to localStorage, sessionStorage (the window's getters and
-every Storage method) and document.cookie, before any script of the page runs. What egis
-received is asserted on the batches the proxy passed on.
+every Storage method) and document.cookie, before any script of the page runs. What the tracker
+sent is asserted on the batches the proxy passed on; what egis made of the "-" ids (one visitor
+and one visit per browser, hashed, the address and the User-Agent kept nowhere) on the rows it
+stored.
 """
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from models import Event
 from tests.conftest import BACKEND
+from tests.helpers import database_bytes
 from tests.sdk.conftest import tracker_ready, wait_for
-from tests.tracking.helpers import stored_events
+from tests.tracking.helpers import CHROME_UA, stored_events
 
 LEAVE = "/left"  # a page without the tracker, on the same origin
 STORAGE_FREE = {"storage": "false"}
+HEX_ID = re.compile(r"[0-9a-f]{32}")  # a derived visitor or visit id
+# Another browser, with a token of its own to look for in the database.
+OTHER_BROWSER_UA = ("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 "
+                    "Probe/5c81e2")
+CLIENT_ADDRESS = "127.0.0.1"  # the browser's, as egis sees it: the proxy's, on the loopback
 
 RECORD_DEVICE_STORAGE = """(() => {
   const accesses = window.deviceStorageAccesses = [];
@@ -56,6 +66,11 @@ def _names(app, site) -> list[str]:
     return sorted(e.name for e in stored_events(app, site.site.id) if e.type == "custom")
 
 
+def _stored_ids(app, site) -> set[tuple[str, str]]:
+    """The (anonymous id, session id) pairs of the site's stored events."""
+    return {(e.anonymous_id, e.session_id) for e in stored_events(app, site.site.id)}
+
+
 def _batches_with(egis, name: str) -> list[dict]:
     return [batch for batch in egis.batches()
             if any(event.get("name") == name for event in batch["events"])]
@@ -88,6 +103,9 @@ def test_storage_free_touches_no_device_storage_and_sends_dash_ids(app, std, tra
     assert {b.get("userId") for b in _batches_with(egis, "first-page")} == {"user-9"}
     assert {b.get("userId") for b in _batches_with(egis, "second-page")} == {None}, \
         "identify() lasts for the page"
+    ((visitor, visit),) = _stored_ids(app, std)
+    assert HEX_ID.fullmatch(visitor) and HEX_ID.fullmatch(visit) and visitor != visit, \
+        "both page loads are one visitor and one visit, derived by egis"
     page.goto(pages.url(LEAVE))
     left = page.evaluate("() => [localStorage.length, sessionStorage.length, document.cookie]")
     assert left == [2, 1, ""], "nothing added: the visit of the default mode's two keys, and " \
@@ -110,6 +128,38 @@ def test_the_default_mode_uses_local_and_session_storage(app, std, tracked, cont
     assert "-" not in (batch["anonymousId"], batch["sessionId"])
     assert batch["anonymousId"] == page.evaluate("localStorage.egis_aid")
     assert batch["fingerprint"] == {"screenWidth": page.viewport_size["width"]}
+
+
+def test_storage_free_another_browser_is_another_visitor_and_no_address_is_stored(
+        app, std, tracked, browser, page, egis):
+    url = tracked("/two-browsers", std.write_key, **STORAGE_FREE)
+    other_context = browser.new_context(user_agent=OTHER_BROWSER_UA)
+    try:
+        for browser_page in (page, other_context.new_page()):
+            browser_page.goto(url)
+            tracker_ready(browser_page)
+            # Sent while the page is open, so with its context's User-Agent (a keepalive
+            # request outliving its page would carry the browser's own: see conftest).
+            browser_page.evaluate("egis.flush()")
+        wait_for(lambda: [e.type for e in stored_events(app, std.site.id)].count("pageview")
+                 == 2, what="both page views", seen=lambda: stored_events(app, std.site.id))
+    finally:
+        other_context.close()
+    assert {b["anonymousId"] for b in egis.batches()} == {"-"}
+    assert {r.headers["user-agent"] for r in egis.received} == {CHROME_UA, OTHER_BROWSER_UA}
+    stored = _stored_ids(app, std)
+    visitors, visits = {visitor for visitor, _ in stored}, {visit for _, visit in stored}
+    assert len(visitors) == len(visits) == 2, stored
+    assert all(HEX_ID.fullmatch(value) for value in visitors | visits), stored
+    never_stored = (CLIENT_ADDRESS, CHROME_UA, OTHER_BROWSER_UA, "Probe/5c81e2")
+    for event in stored_events(app, std.site.id):
+        for column in Event._meta.sorted_field_names:
+            value = str(getattr(event, column))
+            assert not any(secret in value for secret in never_stored), (column, value)
+    dump = database_bytes(app.config["DATABASE_URL"])
+    assert all(visitor.encode() in dump for visitor in visitors), "the dump holds the events"
+    for secret in never_stored:
+        assert secret.encode() not in dump, secret
 
 
 def test_storage_free_what_is_unsent_goes_when_the_page_is_left(app, std, tracked, pages,
