@@ -55,7 +55,8 @@ class JsonRpcErrorObjectSchema(Schema):
 class JsonRpcErrorSchema(Schema):
     jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
     id = fields.Raw(required=True, metadata={
-        **REQUEST_ID, "description": "The request's id; null when it could not be read."})
+        **REQUEST_ID, "description": "The request's id as sent; null when it could not be "
+                                     "read."})
     error = fields.Nested(JsonRpcErrorObjectSchema, required=True)
 
 
