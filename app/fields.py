@@ -122,8 +122,8 @@ class StrictInteger(fields.Integer):
     1999, 1999.0 and 1.999e3 are all the integer 1999; 1999.5, "1999", true, NaN and the
     infinities are not integers.
 
-    marshmallow's Integer(strict=True) refuses 1999.0 (a float) and takes true (a bool is an
-    int in Python), the opposite of the document on both. The number arrives as the body
+    marshmallow's Integer(strict=True) refuses 1999.0, a float, which the document calls an
+    integer (and so does the compiled check of app.validation). The number arrives as the body
     reader made it: an int, a float from `json_object`, or a Decimal from `json_object_exact`
     (exact, for money). Both readers refuse a number beyond a double's range, so no value here
     has more than 309 digits. The field's own validators (Range) then judge the integer.
