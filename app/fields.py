@@ -1,4 +1,5 @@
 """marshmallow fields with the strictness the ingest contract needs, shared by every schema."""
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -117,12 +118,28 @@ class ExactNumber(fields.Decimal):
 
 
 class StrictInteger(fields.Integer):
-    """A JSON integer written as one: not 12.5, not 12.0, not 1e3, not "12", not true."""
+    """A JSON number that is an integer, as JSON Schema's `integer` (the document's type) says:
+    1999, 1999.0 and 1.999e3 are all the integer 1999; 1999.5, "1999", true, NaN and the
+    infinities are not integers.
+
+    marshmallow's Integer(strict=True) refuses 1999.0, a float, which the document calls an
+    integer (and so does the compiled check of app.validation). The number arrives as the body
+    reader made it: an int, a float from `json_object`, or a Decimal from `json_object_exact`
+    (exact, for money). Both readers refuse a number beyond a double's range, so no value here
+    has more than 309 digits. The field's own validators (Range) then judge the integer.
+    """
+
+    NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError("Not a valid integer (a JSON integer such as 1999 is required).")
-        return super()._deserialize(value, attr, data, **kwargs)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if (isinstance(value, Decimal) and value.is_finite()
+                and value == value.to_integral_value()):
+            return int(value)
+        raise ValidationError(self.NOT_AN_INTEGER)
 
 
 def _decimal_as_float(value: Any) -> float:

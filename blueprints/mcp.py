@@ -24,8 +24,8 @@ from models.api_key import SERVER
 bp = Blueprint("mcp", __name__)
 
 
-# What the service reads as an id: a string, or an integer that fits 64 bits.
-REQUEST_ID = {"type": ["string", "integer"], "minimum": -(2**63), "maximum": 2**64 - 1}
+# A JSON-RPC 2.0 id: a string, a number (integral or not) or null; answered as received.
+REQUEST_ID = {"type": ["string", "number", "null"]}
 
 
 class JsonRpcRequestSchema(Schema):
@@ -33,9 +33,9 @@ class JsonRpcRequestSchema(Schema):
         unknown = EXCLUDE  # members JSON-RPC does not define are ignored
 
     jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
-    id = fields.Raw(metadata={**REQUEST_ID, "description": "An integer written as one (7, not "
-                                                          "7.0); absent for a notification "
-                                                          "(answered 202)."})
+    id = fields.Raw(metadata={**REQUEST_ID, "description": "Echoed in the answer as sent (7.0 "
+                                                          "stays 7.0); absent for a "
+                                                          "notification (answered 202)."})
     method = fields.String(required=True, metadata={
         "description": "initialize, ping, tools/list, tools/call, server/discover, or a "
                        "notification."})
@@ -55,8 +55,8 @@ class JsonRpcErrorObjectSchema(Schema):
 class JsonRpcErrorSchema(Schema):
     jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
     id = fields.Raw(required=True, metadata={
-        **REQUEST_ID, "type": ["string", "integer", "null"],
-        "description": "The request's id; null when it could not be read."})
+        **REQUEST_ID, "description": "The request's id as sent; null when it could not be "
+                                     "read."})
     error = fields.Nested(JsonRpcErrorObjectSchema, required=True)
 
 

@@ -97,8 +97,9 @@ class ServerEventSchema(Schema):
         allow_none=True,
         validate=validate.Range(min=-server_events.INT64_MAX, max=server_events.INT64_MAX),
         metadata={"description": "Alternative to amount: integer minor units of the currency "
-                                 "(cents for USD, yen for JPY, fils for BHD), written as an "
-                                 "integer (1999, not 1999.0 or 1.999e3)."})
+                                 "(cents for USD, yen for JPY, fils for BHD): a whole number, "
+                                 "read exactly (1999, 1999.0 and 1.999e3 are all 1999; 1999.5 "
+                                 "is refused)."})
     currency = CurrencyCode(allow_none=True, metadata={
         "description": "Active ISO 4217 code (upper or lower case); required with amount or "
                        "revenue_cents.", "enum": [*CURRENCY_SPELLINGS, None]})

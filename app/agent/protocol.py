@@ -35,6 +35,7 @@ readable text, which the model can act on. HTTP status: on the 2026-07-28 path t
 (400 for most errors, 404 for an unknown method); on the handshake path 400 for a body that is
 not JSON-RPC and 200 for errors about a well-formed request, as the SDK's transport does.
 """
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -135,7 +136,39 @@ def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
 
 
 def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """JSON-RPC 2.0: an id is a string, a number (integral or not) or null; echoed as received."""
+    return value is None or (isinstance(value, str | int | float | orjson.Fragment)
+                             and not isinstance(value, bool))
+
+
+def _ids_as_written(body: bytes, message: Any) -> Any:
+    """`message` (one or a batch) with each id orjson read as a double replaced by the number
+    as written (an orjson.Fragment, echoed verbatim), so the answer carries the same value: a
+    double holds 0.1000000000000000000001 as 0.1 and 18446744073709551617 as 2^64.
+
+    orjson cannot keep a number's text, so the body is read a second time, by the standard
+    library, and only when an id is such a number; a body nested deeper than it reads keeps
+    the doubles.
+    """
+    messages = message if isinstance(message, list) else [message]
+    if not any(isinstance(item, dict) and isinstance(item.get("id"), float) for item in messages):
+        return message
+    try:
+        written = json.loads(body, parse_float=orjson.Fragment, parse_int=orjson.Fragment)
+    except RecursionError:
+        return message
+    for item, as_written in zip(messages, written if isinstance(written, list) else [written],
+                                strict=True):
+        if isinstance(item, dict) and isinstance(item.get("id"), float):
+            item["id"] = as_written["id"]
+    return message
+
+
+def _method_not_found(method: str, version: str | None = None) -> RpcError:
+    """-32601, naming the method in JSON quotes: an empty or blank name reads as one."""
+    revision = f" (protocol {version})" if version else ""
+    return RpcError(METHOD_NOT_FOUND,
+                    f"Method not found: {orjson.dumps(method).decode()}{revision}")
 
 
 def _first_problem(error: ValidationError) -> str:
@@ -160,6 +193,7 @@ class McpServer:
         except orjson.JSONDecodeError:
             return Reply(400, _error(None, RpcError(PARSE_ERROR, "Parse error: the body is not "
                                                                  "valid JSON.")))
+        message = _ids_as_written(body, message)
         header = headers.get(inbound.MCP_PROTOCOL_VERSION_HEADER)
         if header is not None and header not in SERVED_VERSIONS:
             error = RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
@@ -218,7 +252,7 @@ class McpServer:
         if not isinstance(method, str) or (has_id and not _valid_id(request_id)):
             return (request_id if _valid_id(request_id) else None,
                     RpcError(INVALID_REQUEST, "Invalid request: `method` must be a string and "
-                                              "`id` a string or an integer."))
+                                              "`id` a string, a number or null."))
         if not has_id:
             return None, None  # a notification: acknowledged, nothing to act on statelessly
         params = message.get("params")
@@ -245,7 +279,7 @@ class McpServer:
         handlers = {"ping": lambda: {}, "tools/list": self._list_tools,
                     "tools/call": lambda: self._call_tool(params, version, context)}
         if method not in handlers:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise _method_not_found(method)
         self._validate(method, version, params)
         return self._serialize(method, version, handlers[method]())
 
@@ -258,7 +292,7 @@ class McpServer:
         handlers = {"server/discover": self._discover, "tools/list": self._list_tools,
                     "tools/call": lambda: self._call_tool(params, version, context)}
         if method not in handlers:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise _method_not_found(method)
         self._validate(method, version, params)
         result = handlers[method]()
         if method in mcp_methods.CACHEABLE_METHODS:
@@ -300,8 +334,7 @@ class McpServer:
         try:
             mcp_methods.validate_client_request(method, version, params)
         except KeyError:
-            raise RpcError(METHOD_NOT_FOUND,
-                           f"Method not found: {method} (protocol {version})") from None
+            raise _method_not_found(method, version) from None
         except ValidationError as error:
             raise RpcError(INVALID_PARAMS,
                            f"Invalid params for {method}: {_first_problem(error)}") from None

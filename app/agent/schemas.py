@@ -8,6 +8,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from app.analytics import base, performance
 from app.crawlers.user_agents import BOT_CATEGORIES
+from app.fields import StrictInteger
 from models.event import EVENT_TYPES
 from models.site import utcnow
 
@@ -35,8 +36,8 @@ class PeriodArgs(Schema):
 
 
 class ListArgs(PeriodArgs):
-    limit = fields.Integer(strict=True, load_default=10, validate=validate.Range(1, 100),
-                           metadata={"description": "How many rows to list (1-100)."})
+    limit = StrictInteger(load_default=10, validate=validate.Range(1, 100),
+                          metadata={"description": "How many rows to list (1-100)."})
 
 
 class CountArgs(ListArgs):

@@ -3,6 +3,7 @@
 The numbers the tools return are tests/analytics/test_analytics.py's; the official client against
 a real server is tests/agent/test_mcp_client.py.
 """
+import json
 from typing import Any
 
 import jsonschema_rs
@@ -166,6 +167,16 @@ def test_older_revisions_also_get_the_json_as_text(post):
     assert orjson.loads(data["text"]) == result["structuredContent"]
 
 
+NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
+
+
+@pytest.mark.parametrize("limit", [100.0, 1e2, 1.0])
+def test_limit_is_any_whole_number(post, app, std_site, limit):
+    """JSON Schema's integer, as tools/list gives it: 100.0 is 100."""
+    result = result_of(post(call("get_top_pages", {"limit": limit})))
+    assert result["isError"] is False, result
+
+
 @pytest.mark.parametrize(("arguments", "says"), [
     ({"from": "yesterday"}, "from: Not a valid date."),
     ({"from": "2026-03-10", "to": "2026-03-01"}, "`from` (2026-03-10) is after `to`"),
@@ -173,12 +184,16 @@ def test_older_revisions_also_get_the_json_as_text(post):
     ({"days": 7}, "days: Unknown field."),
     ({"limit": 0}, "limit: Must be greater than or equal to 1"),
     ({"limit": 101}, "limit: Must be greater than or equal to 1 and less than or equal to 100"),
-    ({"limit": "5"}, "limit: Not a valid integer."),
-    ({"limit": True}, "limit: Not a valid integer."),
+    ({"limit": "5"}, f"limit: {NOT_AN_INTEGER}"),
+    ({"limit": True}, f"limit: {NOT_AN_INTEGER}"),
+    ({"limit": 5.5}, f"limit: {NOT_AN_INTEGER}"),
+    ({"limit": 100.5}, f"limit: {NOT_AN_INTEGER}"),
+    ({"limit": 101.0}, "limit: Must be greater than or equal to 1 and less than or equal to 100"),
     ({"type": "pageviews"}, "type: Must be one of"),
     ({"from": 20260301}, "from: Not a valid date."),
 ], ids=["bad-date", "from-after-to", "too-long", "unknown", "limit-0", "limit-101",
-        "limit-string", "limit-bool", "bad-type", "date-number"])
+        "limit-string", "limit-bool", "limit-5.5", "limit-100.5", "limit-101.0", "bad-type",
+        "date-number"])
 def test_bad_arguments_are_tool_errors_the_model_can_read(post, arguments, says):
     result = result_of(post(call("count_events", arguments)))
     assert result["isError"] is True
@@ -212,20 +227,67 @@ def test_parse_error(post):
     ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, None),
     ({"jsonrpc": "2.0", "id": 1, "method": 7}, 1),
     ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None),
-    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
-    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": -575.0, "method": None}, -575.0),
     ("ping", None), (5, None), ({"jsonrpc": "2.0", "id": 2}, 2),
-], ids=["no-jsonrpc", "jsonrpc-1", "method-number", "id-bool", "id-null", "id-float",
-        "string", "number", "no-method"])
+], ids=["no-jsonrpc", "jsonrpc-1", "method-number", "id-bool", "id-object", "id-array",
+        "method-null", "string", "number", "no-method"])
 def test_invalid_request(post, body, request_id):
     error_of(post(body), -32600, 400, request_id=request_id)
 
 
 @pytest.mark.parametrize("method", ["resources/list", "prompts/list", "tools/delete",
-                                    "server/discover"])
+                                    "server/discover", "", " "])
 def test_unknown_method(post, method):
     error = error_of(post(rpc(method)), -32601, 200)
-    assert method in error["message"]
+    assert error["message"] == f'Method not found: "{method}"'
+
+
+# JSON-RPC 2.0: an id is a string, a number or null; the answer carries it as the body wrote it.
+ECHOED_IDS = ["-575.0", "1.5", "1.10", "1e3", "-0.0", "0.1000000000000000000001",
+              "18446744073709551617", "-9223372036854775809", "18446744073709551615", "7",
+              '"7"', '""', "null"]
+
+
+@pytest.mark.parametrize("written", ECHOED_IDS)
+def test_ids_are_echoed_as_written(post, written):
+    raw = f'{{"jsonrpc": "2.0", "id": {written}, "method": "ping"}}'.encode()
+    response = post(None, raw=raw)
+    assert response.status_code == 200, response.data
+    assert response.data == f'{{"jsonrpc":"2.0","id":{written},"result":{{}}}}'.encode()
+
+
+def test_an_error_echoes_the_id_as_written(post):
+    raw = b'{"jsonrpc": "2.0", "id": -575.0, "method": ""}'
+    response = post(None, raw=raw)
+    assert response.status_code == 200
+    assert orjson.loads(response.data)["error"] == {"code": -32601,
+                                                    "message": 'Method not found: ""'}
+    assert b'"id":-575.0,' in response.data
+
+
+def test_batch_members_echo_their_ids_as_written(post):
+    raw = (b'[{"jsonrpc": "2.0", "id": 2.50, "method": "ping"}, '
+           b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}, '
+           b'{"jsonrpc": "2.0", "method": "notifications/x"}, '
+           b'{"jsonrpc": "2.0", "id": 18446744073709551617, "method": "nope"}]')
+    response = post(None, raw=raw, version=None)
+    assert response.status_code == 200
+    assert response.data.startswith(b'[{"jsonrpc":"2.0","id":2.50,"result":{}},'
+                                    b'{"jsonrpc":"2.0","id":3,"result":{}},'
+                                    b'{"jsonrpc":"2.0","id":18446744073709551617,"error":')
+
+
+def test_a_body_too_deep_to_read_twice_echoes_the_id_as_a_double(post):
+    """orjson reads 1024 levels, the standard library fewer: the id is then orjson's."""
+    deep = "[" * 1020 + "]" * 1020
+    with pytest.raises(RecursionError):  # the premise: the standard library cannot read it
+        json.loads(deep)
+    raw = f'{{"jsonrpc": "2.0", "id": 1.10, "method": "nope", "params": {{"a": {deep}}}}}'
+    response = post(None, raw=raw.encode())
+    assert response.status_code == 200
+    assert b'"id":1.1,' in response.data
 
 
 def test_unsupported_version_header(post):

@@ -1,11 +1,10 @@
 """schemathesis hooks for tests/reliability/test_contract.py (the CLI loads them: `hooks`).
 
 - `errors_are_json_objects`, a check: every error answer is `{"error": "<sentence>"}`.
-- `before_call`: the rules the document can only state in words are applied to generated
-  numbers, so that a body the document calls valid is one the service must accept: integers are
-  read as written (JSON Schema's integer includes 1999.0; revenue_cents and JSON-RPC ids do
-  not), and an amount's decimals and size depend on its currency. Each rule is tested on its
-  own in tests/revenue/ and tests/agent/.
+- `before_call`: the one rule the document can only state in words is applied to generated
+  amounts, so that a body the document calls valid is one the service must accept: an amount's
+  decimals and size depend on its currency (tested on its own in tests/revenue/). Nothing else
+  is adjusted: an integer field takes every number JSON Schema calls an integer (1999.0 too).
 """
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
@@ -52,19 +51,11 @@ def recordable_amount(amount: float | int, currency: str) -> float | int:
     return int(value) if exponent == 0 else float(value)
 
 
-# Integers the service reads as written: 1999, not 1999.0 (JSON Schema's integer allows both).
-WRITTEN_INTEGERS = {SERVER_EVENTS_PATH: "revenue_cents", MCP_PATH: "id"}
-
-
 @schemathesis.hook
 def before_call(context: Any, case: schemathesis.Case, kwargs: dict[str, Any]) -> None:
     body = case.body
     if not isinstance(body, dict):
         return
-    name = WRITTEN_INTEGERS.get(case.operation.path)
-    value = body.get(name)
-    if isinstance(value, float) and value.is_integer():
-        body[name] = int(value)
     currency = body.get("currency")
     if (case.operation.path == SERVER_EVENTS_PATH and _is_number(body.get("amount"))
             and isinstance(currency, str) and currency.upper() in active_currencies()):

@@ -251,6 +251,7 @@ def money(draw: st.DrawFn) -> dict[str, Any]:
         {"amount": amount, "currency": currency}, {"amount": amount, "currency": currency},
         {"revenue_cents": minor, "currency": currency},
         {"revenue_cents": minor, "currency": currency, "amount": None},
+        {"revenue_cents": float(minor), "currency": currency},  # 1999.0 is the integer 1999
         # refused
         {"amount": too_precise, "currency": currency}, {"amount": amount},
         {"revenue_cents": minor}, {"currency": currency},

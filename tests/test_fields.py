@@ -1,0 +1,82 @@
+"""app.fields.StrictInteger: every number JSON Schema calls an integer, as the integer it is, and
+nothing else; and the compiled fast path (app.validation.FastLoader) agrees with it."""
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pytest
+from marshmallow import Schema, ValidationError, validate
+
+from app.fields import StrictInteger
+from app.validation import FastLoader
+
+INT64_MAX = 2**63 - 1
+NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
+INT64_RANGE = (f"Must be greater than or equal to {-INT64_MAX} and less than or equal to "
+               f"{INT64_MAX}.")
+LIMIT_RANGE = "Must be greater than or equal to 1 and less than or equal to 100."
+
+
+class Minor(Schema):  # as revenue_cents, read exactly (Decimal) by json_object_exact
+    cents = StrictInteger(validate=validate.Range(-INT64_MAX, INT64_MAX))
+
+
+class Limit(Schema):  # as the MCP tools' limit, read by orjson (float)
+    limit = StrictInteger(validate=validate.Range(1, 100))
+
+
+def outcome(schema: type[Schema], value: Any) -> Any:
+    """The loaded value, or the field's messages."""
+    try:
+        return next(iter(schema().load({next(iter(schema().fields)): value}).values()))
+    except ValidationError as error:
+        return next(iter(error.messages.values()))
+
+
+@pytest.mark.parametrize(("value", "integer"), [
+    (1999, 1999), (1999.0, 1999), (1.999e3, 1999), (-575.0, -575), (-0.0, 0),
+    (Decimal("10053316.0"), 10053316), (Decimal("1.999E+3"), 1999), (Decimal("-0.00"), 0),
+    (Decimal("9223372036854775807.0"), INT64_MAX), (-INT64_MAX, -INT64_MAX),
+], ids=str)
+def test_whole_numbers_are_the_integers_they_are(value, integer):
+    loaded = outcome(Minor, value)
+    assert loaded == integer and type(loaded) is int
+
+
+@pytest.mark.parametrize("value", [
+    1999.5, Decimal("1999.5"), Decimal("0.1E-10"), "1999", "", True, False, [], {},
+    float("nan"), float("inf"), float("-inf"), Decimal("NaN"), Decimal("Infinity"),
+], ids=repr)
+def test_anything_else_is_not_an_integer(value):
+    assert outcome(Minor, value) == [NOT_AN_INTEGER]
+
+
+@pytest.mark.parametrize(("value", "answer"), [
+    (Decimal("9223372036854775807.0"), INT64_MAX),
+    (Decimal("9223372036854775808.0"), [INT64_RANGE]),
+    (INT64_MAX + 1, [INT64_RANGE]),
+    (Decimal("-9223372036854775807.0"), -INT64_MAX),
+    (Decimal("-9223372036854775808.0"), [INT64_RANGE]),
+    (1e308, [INT64_RANGE]),
+], ids=str)
+def test_the_range_judges_the_integer(value, answer):
+    assert outcome(Minor, value) == answer
+
+
+# (value as the body writes it, what marshmallow answers); the fast path must agree.
+LIMITS = [("1", 1), ("1.0", 1), ("100", 100), ("100.0", 100), ("1e2", 100), ("10E0", 10),
+          ("0", [LIMIT_RANGE]), ("0.0", [LIMIT_RANGE]), ("101", [LIMIT_RANGE]),
+          ("101.0", [LIMIT_RANGE]), ("1e3", [LIMIT_RANGE]), ("-1", [LIMIT_RANGE]),
+          ("99.5", [NOT_AN_INTEGER]), ("1.5", [NOT_AN_INTEGER]), ('"5"', [NOT_AN_INTEGER]),
+          ("true", [NOT_AN_INTEGER]), ("null", ["Field may not be null."]),
+          ("[5]", [NOT_AN_INTEGER])]
+
+
+@pytest.mark.parametrize(("text", "answer"), LIMITS, ids=[text for text, _ in LIMITS])
+def test_the_fast_path_agrees_with_marshmallow(text, answer):
+    data = orjson.loads(f'{{"limit": {text}}}')
+    assert outcome(Limit, data["limit"]) == answer
+    loader = FastLoader(Limit)
+    assert loader.passes_fast_check(data) is isinstance(answer, int)
+    if isinstance(answer, int):
+        assert loader.load(data)["limit"] == answer  # as parsed: 100.0 == 100
