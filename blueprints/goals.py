@@ -5,6 +5,7 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 from app import cors
 from app.bodies import json_object, raw_body
 from app.fields import JSONObject, Text
+from app.idempotency import idempotent
 from app.openapi import documented
 from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
@@ -32,6 +33,8 @@ class GoalResponseSchema(Schema):
     success = fields.Boolean(required=True)
     sampled = fields.Boolean(metadata={"description": "Over quota: sessions are sampled."})
     bot = fields.Boolean(metadata={"description": "A bot's browser request: nothing stored."})
+    duplicate = fields.Boolean(metadata={
+        "description": "This Idempotency-Key was already used: nothing stored again."})
 
 
 GOAL_SCHEMA = GoalSchema()
@@ -49,6 +52,7 @@ GOAL_SCHEMA = GoalSchema()
     tags=("tracking",),
 )
 @tracking_endpoint(lambda: {"success": True, "bot": True})
+@idempotent
 def post_goal():
     goal = GOAL_SCHEMA.load(json_object(raw_body()))
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
