@@ -1,5 +1,6 @@
 """A real egis for the client: gunicorn (EGIS_TEST_WSGI's server) on the test database, one
 site with its keys; clients shut down after each test; a TCP proxy that can lose answers."""
+import contextlib
 import socket
 import threading
 import time
@@ -138,16 +139,39 @@ class LosingProxy:
             upstream.sendall(head)
             threading.Thread(target=_pump, args=(downstream, upstream), daemon=True).start()
             answer = b""
-            while chunk := upstream.recv(65536):
+            while not _complete(answer) and (chunk := upstream.recv(65536)):
                 answer += chunk
+                if exchange.status is None and b"\r\n\r\n" in answer:
+                    _note_answer(exchange, answer)  # before the client can see the answer
                 if not exchange.lost:
                     downstream.sendall(chunk)
-            status_line, _, rest = answer.partition(b"\r\n")
-            exchange.status = int(status_line.split(b" ")[1]) if status_line else None
-            for line in rest.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"retry-after":
-                    exchange.retry_after = int(value.strip())
+            # The end of the exchange: a lost answer is a connection closed without a response.
+            # shutdown(), not only close(): the pump's thread is still reading from them.
+            for end in (downstream, upstream):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+
+def _note_answer(exchange: Exchange, answer: bytes) -> None:
+    head = answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+    exchange.status = int(head[0].split(b" ")[1])
+    for line in head[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"retry-after":
+            exchange.retry_after = int(value.strip())
+
+
+def _complete(answer: bytes) -> bool:
+    """Whether `answer` holds a whole HTTP response (its head, then Content-Length bytes)."""
+    head, separator, body = answer.partition(b"\r\n\r\n")
+    if not separator:
+        return False
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    return len(body) >= length
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:

@@ -1,0 +1,148 @@
+"""Exactly once through failures, against a real egis: an outage (egis stopped and started
+again on the same port), an answer lost after egis stored the request (for each kind of call),
+interpreter exit without flush(), and a fork."""
+import json
+import logging
+import subprocess
+import sys
+import time
+from decimal import Decimal
+
+import pytest
+from egis_client import Client
+
+from models import Batch
+from tests.clients.conftest import stored
+from tests.conftest import ROOT, create_site
+from tests.helpers import db
+
+pytestmark = pytest.mark.slow
+GPTBOT = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+
+
+def test_an_outage_loses_nothing_and_doubles_nothing(app, restartable, caplog):
+    keys = create_site(app, "std.example", "standard")
+    client = Client(host=restartable.url, write_key=keys.write_key, server_key=keys.server_key,
+                    flush_interval=0.05)
+    try:
+        client.goal("before")
+        assert client.flush(timeout=30)
+        restartable.stop()
+        with caplog.at_level(logging.WARNING, logger="egis_client"):
+            for number in range(3):
+                client.track("pageview", page_url=f"https://std.example/{number}",
+                             anonymous_id="anon", session_id="sess")
+            client.goal("during")
+            client.revenue("purchase", amount=Decimal("12.50"), currency="USD")
+            client.revenue("renewal", amount="7", currency="EUR", order_id="order-9")
+            client.crawl(path="/docs", host="std.example", user_agent=GPTBOT, ip="203.0.113.5")
+            deadline = time.monotonic() + 30
+            while (not any("not delivered" in r.getMessage() for r in caplog.records)
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            assert not client.flush(timeout=0.5)  # egis is down: not answered yet
+        restartable.start()
+        assert client.flush(timeout=60)
+    finally:
+        client.shutdown(timeout=5)
+    rows = stored(app)
+    assert [e.page_url for e in rows["events"]] == [f"https://std.example/{n}" for n in range(3)]
+    assert [g.name for g in rows["goals"]] == ["before", "during"]
+    assert [(s.event_name, s.amount_minor, s.order_id) for s in rows["server_events"]] == [
+        ("purchase", 1250, None), ("renewal", 700, "order-9")]
+    assert [h.path for h in rows["crawl_hits"]] == ["/docs"]
+    assert any("Connection refused" in r.getMessage() for r in caplog.records)
+
+
+CALLS = {
+    "track": ("/api/events", lambda c: c.track(
+        "pageview", page_url="https://std.example/lost", anonymous_id="a", session_id="s")),
+    "goal": ("/api/goals", lambda c: c.goal("lost-goal")),
+    "revenue": ("/api/server/events", lambda c: c.revenue(
+        "lost-revenue", amount=Decimal("9.99"), currency="USD")),
+    "revenue with an order id": ("/api/server/events", lambda c: c.revenue(
+        "lost-order", revenue_cents=999, currency="USD", order_id="order-lost")),
+    "crawl": ("/api/crawl/report", lambda c: c.crawl(
+        path="/lost", host="std.example", user_agent=GPTBOT, ip="203.0.113.6")),
+}
+
+
+@pytest.mark.parametrize("kind", CALLS)
+def test_an_answer_lost_after_egis_stored_the_request_is_retried_and_stored_once(
+        egis, proxy, kind):
+    path, call = CALLS[kind]
+    client = Client(host=proxy.url, write_key=egis.keys.write_key,
+                    server_key=egis.keys.server_key, flush_interval=0.05)
+    proxy.lose[path] = 1
+    try:
+        call(client)
+        assert client.flush(timeout=30)
+    finally:
+        client.shutdown(timeout=5)
+    exchanges = proxy.for_path(path)
+    # egis answered both copies; the client saw only the second answer.
+    assert [(e.lost, e.status) for e in exchanges] == [
+        (True, 204 if kind == "crawl" else 200), (False, 204 if kind == "crawl" else 200)]
+    rows = stored(egis.app)
+    assert sum(len(found) for found in rows.values()) == 1, rows
+    if kind == "track":
+        with db(egis.app):
+            assert [b.event_count for b in Batch.select()] == [1]
+
+
+EXIT_WITHOUT_FLUSH = """
+import sys
+from egis_client import Client
+
+client = Client(host=sys.argv[1], write_key=sys.argv[2], server_key=sys.argv[3],
+                flush_interval=3600)  # only the exit sends
+client.track("pageview", page_url="https://std.example/exit", anonymous_id="a", session_id="s")
+client.goal("exit-goal")
+client.revenue("exit-revenue", amount="5.00", currency="USD")
+client.crawl(path="/exit", host="std.example", user_agent=sys.argv[4], ip="203.0.113.2")
+print("queued; exiting")
+"""
+
+
+def run_script(script: str, *arguments: str) -> subprocess.CompletedProcess:
+    run = subprocess.run([sys.executable, "-c", script, *arguments], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_calls_queued_at_exit_are_sent(egis):
+    run_script(EXIT_WITHOUT_FLUSH, egis.url, egis.keys.write_key, egis.keys.server_key, GPTBOT)
+    rows = stored(egis.app)
+    assert [e.page_url for e in rows["events"]] == ["https://std.example/exit"]
+    assert [g.name for g in rows["goals"]] == ["exit-goal"]
+    assert [(s.event_name, s.amount_minor) for s in rows["server_events"]] == [
+        ("exit-revenue", 500)]
+    assert [h.path for h in rows["crawl_hits"]] == ["/exit"]
+
+
+FORK = """
+import json, os, sys
+from egis_client import Client
+
+client = Client(host=sys.argv[1], write_key=sys.argv[2], flush_interval=3600)
+client.goal("queued-before-fork")  # the parent's to send, once
+client.track("pageview", page_url="https://std.example/parent", anonymous_id="a",
+             session_id="parent")
+child = os.fork()
+if child == 0:  # like a worker of a preloading gunicorn
+    client.goal("sent-by-child")
+    sys.exit(0)  # no flush(): the exit sends it
+_, status = os.waitpid(child, 0)
+client.goal("sent-by-parent-after-fork")
+print(json.dumps({"child_status": status, "flushed": client.flush(30)}))
+"""
+
+
+def test_a_forked_child_sends_its_own_calls_and_never_the_parents(egis):
+    run = run_script(FORK, egis.url, egis.keys.write_key)
+    assert json.loads(run.stdout.splitlines()[-1]) == {"child_status": 0, "flushed": True}
+    rows = stored(egis.app)
+    assert sorted(g.name for g in rows["goals"]) == [
+        "queued-before-fork", "sent-by-child", "sent-by-parent-after-fork"]
+    assert [e.session_id for e in rows["events"]] == ["parent"]
