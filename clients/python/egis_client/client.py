@@ -23,9 +23,9 @@ class Client:
     """A client of one egis site. Thread-safe; one per process is enough (a forked worker's
     copy starts its own sender); flushed at interpreter exit."""
 
-    def __init__(self, host: str, write_key: str | None = None, server_key: str | None = None,
-                 timeout: float = 5.0, max_queue: int = 10000, flush_interval: float = 1.0,
-                 gzip: bool = True) -> None:
+    def __init__(self, host: str, *, write_key: str | None = None,
+                 server_key: str | None = None, timeout: float = 5.0, max_queue: int = 10000,
+                 flush_interval: float = 1.0, gzip: bool = True) -> None:
         if not isinstance(host, str) or not host.startswith(("http://", "https://")):
             raise ValueError(f"host must be an http:// or https:// URL; got {host!r}")
         if write_key is None and server_key is None:
