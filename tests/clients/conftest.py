@@ -1,6 +1,5 @@
 """A real egis for the client: gunicorn (EGIS_TEST_WSGI's server) on the test database, one
 site with its keys; clients shut down after each test; a TCP proxy that can lose answers."""
-import contextlib
 import socket
 import threading
 import time
@@ -92,17 +91,25 @@ class Exchange:
     request_line: str
     status: int | None = None
     retry_after: int | None = None
-    lost: bool = False
+    lost: bool = False  # egis answered; the proxy dropped the answer
+    failed: bool = False  # the proxy answered 502 itself; egis never saw the request
+
+
+# What nginx answers when the egis behind it is down: a 502 with an HTML page.
+BAD_GATEWAY = (b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: 50"
+               b"\r\nConnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1></body></html>")
 
 
 @dataclass
 class LosingProxy:
-    """A TCP proxy to egis that forwards every request and, for a path in `lose`, lets egis
-    answer but drops that answer (closing the connection instead) as many times as it says:
-    the client cannot know whether egis stored the request."""
+    """An HTTP proxy to egis, one request per connection. For a path in `lose`, it forwards the
+    request and lets egis answer, but drops that answer (closing the connection instead): the
+    client cannot know whether egis stored the request. For a path in `fail`, it answers 502
+    itself, as nginx does when egis is down. Each as many times as the count says."""
 
     upstream_port: int
     lose: dict[str, int] = field(default_factory=dict)
+    fail: dict[str, int] = field(default_factory=dict)
     exchanges: list[Exchange] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -126,30 +133,52 @@ class LosingProxy:
                 return
             threading.Thread(target=self._serve, args=(downstream,), daemon=True).start()
 
+    def _take(self, counts: dict[str, int], path: str) -> bool:
+        if counts.get(path, 0) <= 0:
+            return False
+        counts[path] -= 1
+        return True
+
     def _serve(self, downstream: socket.socket) -> None:
-        with downstream, socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
-            head = downstream.recv(65536)
-            exchange = Exchange(time.monotonic(), head.split(b"\r\n", 1)[0].decode())
+        with downstream:
+            request = _read_message(downstream)
+            exchange = Exchange(time.monotonic(), request.split(b"\r\n", 1)[0].decode())
             path = exchange.request_line.split(" ")[1]
             with self.lock:
-                exchange.lost = self.lose.get(path, 0) > 0
-                if exchange.lost:
-                    self.lose[path] -= 1
+                exchange.failed = self._take(self.fail, path)
+                exchange.lost = not exchange.failed and self._take(self.lose, path)
                 self.exchanges.append(exchange)
-            upstream.sendall(head)
-            threading.Thread(target=_pump, args=(downstream, upstream), daemon=True).start()
-            answer = b""
-            while not _complete(answer) and (chunk := upstream.recv(65536)):
-                answer += chunk
-                if exchange.status is None and b"\r\n\r\n" in answer:
-                    _note_answer(exchange, answer)  # before the client can see the answer
-                if not exchange.lost:
-                    downstream.sendall(chunk)
-            # The end of the exchange: a lost answer is a connection closed without a response.
-            # shutdown(), not only close(): the pump's thread is still reading from them.
-            for end in (downstream, upstream):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
+            if exchange.failed:
+                answer = BAD_GATEWAY
+            else:
+                with socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
+                    upstream.sendall(request)
+                    answer = _read_message(upstream)
+            _note_answer(exchange, answer)  # before the client can see the answer
+            if not exchange.lost:
+                downstream.sendall(answer)
+            downstream.shutdown(socket.SHUT_RDWR)  # a lost answer: closed without a response
+
+
+def _read_message(sock: socket.socket) -> bytes:
+    """One whole HTTP message from `sock`: its head, then Content-Length bytes of body."""
+    message = b""
+    while True:
+        head, separator, body = message.partition(b"\r\n\r\n")
+        if separator and len(body) >= _content_length(head):
+            return message
+        chunk = sock.recv(65536)
+        if not chunk:
+            return message
+        message += chunk
+
+
+def _content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value.strip())
+    return 0
 
 
 def _note_answer(exchange: Exchange, answer: bytes) -> None:
@@ -159,27 +188,6 @@ def _note_answer(exchange: Exchange, answer: bytes) -> None:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"retry-after":
             exchange.retry_after = int(value.strip())
-
-
-def _complete(answer: bytes) -> bool:
-    """Whether `answer` holds a whole HTTP response (its head, then Content-Length bytes)."""
-    head, separator, body = answer.partition(b"\r\n\r\n")
-    if not separator:
-        return False
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    return len(body) >= length
-
-
-def _pump(source: socket.socket, target: socket.socket) -> None:
-    try:
-        while chunk := source.recv(65536):
-            target.sendall(chunk)
-    except OSError:
-        pass  # either side closed: the exchange is over
 
 
 @pytest.fixture

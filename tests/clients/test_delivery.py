@@ -6,10 +6,13 @@ import logging
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from egis_client import Client
+from egis_client.sender import backoff
+from egis_client.transport import retry_after_seconds
 
 from models import Batch
 from tests.clients.conftest import stored
@@ -90,6 +93,40 @@ def test_an_answer_lost_after_egis_stored_the_request_is_retried_and_stored_once
     assert [h.path for h in rows["crawl_hits"]] == ["/lost"]
     with db(egis.app):
         assert [b.event_count for b in Batch.select()] == [1]
+
+
+def test_a_bad_gateway_in_front_of_egis_is_retried(egis, proxy, caplog):
+    """nginx answers 502 (an HTML page) while egis behind it is down: the client tries again,
+    with backoff, until egis answers."""
+    client = Client(host=proxy.url, write_key=egis.keys.write_key, flush_interval=0.05)
+    proxy.fail["/api/goals"] = 2
+    try:
+        with caplog.at_level(logging.WARNING, logger="egis_client"):
+            client.goal("through-the-gateway")
+            assert client.flush(timeout=30)
+    finally:
+        client.shutdown(timeout=5)
+    assert [(e.failed, e.status) for e in proxy.for_path("/api/goals")] == [
+        (True, 502), (True, 502), (False, 200)]
+    assert [g.name for g in stored(egis.app)["goals"]] == ["through-the-gateway"]
+    retries = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(retries) == 2
+    assert all("(HTTP 502: HTTP 502 without an explanation)" in line for line in retries)
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("7", 7.0), (" 0 ", 0.0), ("Wed, 25 Nov 2026 00:00:30 GMT", 30.0),
+    ("Tue, 24 Nov 2026 23:59:00 GMT", 0.0), ("soon", None), ("", None), (None, None)])
+def test_retry_after_is_read_as_seconds_or_a_date(header, seconds):
+    now = datetime(2026, 11, 25, 0, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds(header, now) == seconds
+
+
+def test_backoff_doubles_with_jitter_up_to_its_ceiling():
+    for attempt, ceiling in [(0, 0.2), (1, 0.4), (4, 3.2), (7, 25.6), (8, 30.0), (40, 30.0)]:
+        delays = [backoff(attempt) for _ in range(200)]
+        assert all(ceiling / 2 <= delay <= ceiling for delay in delays), attempt
+        assert len(set(delays)) > 1  # jittered
 
 
 EXIT_WITHOUT_FLUSH = """
