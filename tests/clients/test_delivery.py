@@ -178,6 +178,30 @@ print(json.dumps({"child_status": status, "flushed": client.flush(30)}))
 """
 
 
+MULTIPROCESSING_CHILD = """
+import json, multiprocessing, sys
+from egis_client import Client
+
+client = Client(host=sys.argv[1], write_key=sys.argv[2], flush_interval=3600)
+client.goal("queued-by-parent")
+
+def work():
+    client.goal("queued-by-child")  # no flush(): the child ends with os._exit()
+
+child = multiprocessing.get_context("fork").Process(target=work)
+child.start()
+child.join(60)
+print(json.dumps({"child_exitcode": child.exitcode, "flushed": client.flush(30)}))
+"""
+
+
+def test_a_multiprocessing_child_sends_its_calls_at_its_exit(egis):
+    run = run_script(MULTIPROCESSING_CHILD, egis.url, egis.keys.write_key)
+    assert json.loads(run.stdout.splitlines()[-1]) == {"child_exitcode": 0, "flushed": True}
+    assert sorted(g.name for g in stored(egis.app)["goals"]) == [
+        "queued-by-child", "queued-by-parent"]
+
+
 def test_a_forked_child_sends_its_own_calls_and_never_the_parents(egis):
     run = run_script(FORK, egis.url, egis.keys.write_key)
     assert json.loads(run.stdout.splitlines()[-1]) == {"child_status": 0, "flushed": True}

@@ -10,13 +10,15 @@ batch ids), as the tracker does.
 
 Lifecycle: the thread starts with the first call (so a preloading server's master, which
 imports the app but sends nothing, starts none); every live sender is flushed at interpreter
-exit; in a forked child a sender starts afresh with an empty queue: what was queued before the
-fork is the parent's to send, and sending it from the child too would send it twice.
+exit (a multiprocessing child's exit too, which skips atexit); in a forked child a sender starts
+afresh with an empty queue: what was queued before the fork is the parent's to send, and
+sending it from the child too would send it twice.
 """
 from __future__ import annotations
 
 import atexit
 import logging
+import multiprocessing.util
 import os
 import random
 import threading
@@ -82,6 +84,15 @@ class Sender:
         self._closed = False
         self._start_afresh()
         _LIVE.add(self)
+        multiprocessing.util.register_after_fork(self, Sender._flush_at_child_exit)
+
+    @staticmethod
+    def _flush_at_child_exit(sender: Sender) -> None:
+        """In a multiprocessing child: it ends with os._exit(), which skips atexit, after
+        running multiprocessing's finalizers (registered here, once its child has cleared the
+        parent's)."""
+        multiprocessing.util.Finalize(sender, sender.shutdown, args=(EXIT_TIMEOUT,),
+                                      exitpriority=10)
 
     def _start_afresh(self) -> None:
         """New locks, an empty queue, no thread: at creation, and in a forked child (whose
