@@ -1,11 +1,13 @@
 """POST /api/goals: one conversion goal, stored as an event of type `goal`."""
+from typing import Any
+
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app import cors
 from app.bodies import json_object, raw_body
 from app.fields import JSONObject, Text
-from app.idempotency import idempotent
+from app.idempotency import idempotent, once
 from app.openapi import documented
 from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
@@ -55,6 +57,10 @@ GOAL_SCHEMA = GoalSchema()
 @idempotent
 def post_goal():
     goal = GOAL_SCHEMA.load(json_object(raw_body()))
+    return once(lambda: store_goal(goal))
+
+
+def store_goal(goal: dict[str, Any]) -> dict[str, Any]:
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
                                 current_app.config["SAMPLE_RATE"])
     body = {"success": True}

@@ -16,7 +16,7 @@ from app.auth import require_key
 from app.bodies import json_object_exact, raw_body
 from app.errors import ApiError
 from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
-from app.idempotency import idempotent
+from app.idempotency import idempotent, once
 from app.limits import PER_KEY, limited
 from app.openapi import documented
 from app.privacy import looks_like_email
@@ -188,4 +188,4 @@ def require_paid_plan() -> None:
 def post_server_event():
     require_paid_plan()
     event = SCHEMA.load(json_object_exact(raw_body()))
-    return server_events.record(g.site, event).body()
+    return once(lambda: server_events.record(g.site, event).body())

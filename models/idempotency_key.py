@@ -12,6 +12,7 @@ class IdempotencyKey(BaseModel):
     id = BigAutoField()
     # A plain column, not a foreign key, as batch.site_id: no per-row RI check on ingest.
     site_id = IntegerField()
+    endpoint = CharField(max_length=64)  # the request's path: a key is per site and endpoint
     key = CharField(max_length=128)
     status = SmallIntegerField(null=True)  # None until the first request's answer is stored
     response = JSONField(null=True)  # the first answer's JSON body; None for an empty one
@@ -19,6 +20,6 @@ class IdempotencyKey(BaseModel):
 
     class Meta:
         indexes = (
-            (("site_id", "key"), True),
+            (("site_id", "endpoint", "key"), True),
             (("created_at",), False),  # the retention job's range
         )

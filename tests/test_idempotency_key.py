@@ -81,23 +81,39 @@ def test_without_the_header_nothing_changes(client, app, std_site):
         assert IdempotencyKey.select().count() == 0
 
 
-def test_keys_are_per_site(client, app, std_site, make_site):
+def test_keys_are_per_site_and_endpoint(client, app, std_site, make_site):
     other = make_site("other.example", "standard")
     assert post_goal(client, std_site, "shared").get_json() == {"success": True}
     assert post_goal(client, other, "shared", goal(page_url="https://other.example/")
                      ).get_json() == {"success": True}
-    assert counts(app)["goals"] == 2
+    assert post_server_event(client, std_site, "shared").get_json()["duplicate"] is False
+    assert post_report(client, std_site, "shared").status_code == 204
+    assert counts(app) == {"goals": 2, "server_events": 1, "crawl_hits": 1}
 
 
-@pytest.mark.parametrize("key", ["", "x" * 129, "caf\u00e9", "tab\there", "nul\x7f"],
-                         ids=["empty", "129 characters", "not ASCII", "tab", "DEL"])
+@pytest.mark.parametrize(("post", "bad_body"), [
+    (post_goal, {"goal_name": ""}), (post_server_event, {"eventName": "x", "currency": "USD"}),
+    (post_report, {"path": "/"})], ids=["goals", "server events", "crawl report"])
+def test_a_repeated_key_with_a_bad_body_is_refused_as_any_bad_body(client, app, std_site, post,
+                                                                   bad_body):
+    """The body is validated before the key is looked at: a bad one is a 400, key or not."""
+    first = post(client, std_site, "used")
+    assert first.status_code in (200, 204)
+    assert_json_error(post(client, std_site, "used", bad_body), 400)
+    assert sum(counts(app).values()) == 1
+
+
+@pytest.mark.parametrize("key", ["", "x" * 129, "caf\u00e9", "tab\there", "nul\x7f", " lead",
+                                 "trail "],
+                         ids=["empty", "129 characters", "not ASCII", "tab", "DEL",
+                              "leading space", "trailing space"])
 @pytest.mark.parametrize("post", [post_goal, post_server_event, post_report],
                          ids=["goals", "server events", "crawl report"])
 def test_a_bad_key_is_a_400_naming_the_header_and_stores_nothing(client, app, std_site, post,
                                                                  key):
     response = post(client, std_site, key)
     body = assert_json_error(response, 400, "Idempotency-Key header must be 1 to 128 printable "
-                                            "ASCII characters")
+                                            "ASCII characters, with no space at either end")
     assert set(body) == {"error"}
     assert counts(app) == {"goals": 0, "server_events": 0, "crawl_hits": 0}
 
@@ -171,7 +187,7 @@ def test_a_repeat_waits_for_the_first_copy_and_sees_it_committed(app, std_site):
                 assert finish.wait(30)
                 return {"success": True, "first": True}
 
-            return answer_once(site_id, "held", store_slowly).get_json()
+            return answer_once(site_id, "/api/goals", "held", store_slowly).get_json()
 
     results: list = []
     thread = threading.Thread(target=lambda: results.append(first_copy()))

@@ -1,5 +1,5 @@
 """The `Idempotency-Key` header's memory (models.idempotency_key): one row per key a site
-used, unique per (site, key), so that the insert itself decides which of two racing copies
+used, unique per (site, endpoint, key), so that the insert itself decides which of two racing copies
 stores (app.idempotency)."""
 from peewee import (
     BigAutoField,
@@ -17,6 +17,7 @@ def up(migrator, db):
     class IdempotencyKey(Model):
         id = BigAutoField()
         site_id = IntegerField()
+        endpoint = CharField(max_length=64)
         key = CharField(max_length=128)
         status = SmallIntegerField(null=True)
         response = JSONField(null=True)
@@ -25,7 +26,7 @@ def up(migrator, db):
         class Meta:
             database = db
             table_name = "idempotency_key"
-            indexes = ((("site_id", "key"), True), (("created_at",), False))
+            indexes = ((("site_id", "endpoint", "key"), True), (("created_at",), False))
 
     db.create_tables([IdempotencyKey])
 
