@@ -2,8 +2,10 @@
 repeat within 7 days is answered as the first and stores nothing, also when copies race; a bad
 key is a 400 naming the header; a refused request leaves its key free; without the header
 nothing changes; the retention job forgets keys after 7 days. Both backends."""
+import json
 import threading
 import time
+import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -216,3 +218,23 @@ def test_the_header_is_in_the_openapi_document(client):
         assert parameter["name"] == "Idempotency-Key" and parameter["in"] == "header"
         assert parameter["schema"]["maxLength"] == 128 and not parameter["required"]
     assert "parameters" not in paths["/api/events"]["post"]
+
+
+@pytest.mark.slow
+def test_racing_repeats_against_a_live_server_are_stored_once(app, std_site, start_server):
+    """Eight threads send one goal with one key to a real server's two workers at once."""
+    server = start_server(workers=2)
+    body = json.dumps(goal(goal_name="raced-live")).encode()
+
+    def send(_index: int) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            f"{server.url}/api/goals", data=body, method="POST",
+            headers={"Content-Type": "application/json", "X-API-Key": std_site.write_key,
+                     "Idempotency-Key": "live-race"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+
+    answers = race(8, send)
+    assert sorted(answers, key=lambda answer: bool(answer[1].get("duplicate"))) == [
+        (200, {"success": True})] + [(200, {"success": True, "duplicate": True})] * 7
+    assert counts(app)["goals"] == 1
