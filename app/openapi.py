@@ -137,6 +137,9 @@ def _operation(view: Callable[..., Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": facts["body"]}},
         }
+    parameters = getattr(view, "openapi_parameters", ())
+    if parameters:
+        operation["parameters"] = list(parameters)
     security = _security(view)
     if security:
         operation["security"] = security

@@ -11,9 +11,18 @@ from datetime import date, datetime, timedelta
 
 from peewee import Expression, Model
 
-from app import partitions
+from app import idempotency, partitions
 from app.partitions import month_start
-from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, database
+from models import (
+    Batch,
+    CrawlHit,
+    Event,
+    IdempotencyKey,
+    IngestTally,
+    ServerEvent,
+    Usage,
+    database,
+)
 from models.site import utcnow
 from models.visitor_salt import SALT_LIFETIME, VisitorSalt
 from models.visitor_state import VisitorState
@@ -43,17 +52,21 @@ class PruneCutoffs:
     data_before: datetime  # a month's first instant: whole months go
     batch_ids_before: datetime
     salt_days_before: date  # storage-free salts and visits: gone SALT_LIFETIME after their day
+    # Idempotency-Key headers are remembered for a fixed week (app.idempotency.KEY_DAYS).
+    idempotency_keys_before: datetime | None = None
 
     @classmethod
     def at(cls, now: datetime, older_than_months: int, idempotency_days: int) -> "PruneCutoffs":
         return cls(data_before=month_start(now, -older_than_months),
                    batch_ids_before=now - timedelta(days=idempotency_days),
-                   salt_days_before=(now - SALT_LIFETIME).date() + timedelta(days=1))
+                   salt_days_before=(now - SALT_LIFETIME).date() + timedelta(days=1),
+                   idempotency_keys_before=now - timedelta(days=idempotency.KEY_DAYS))
 
 
 def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
-    """Delete data from before `cutoffs.data_before` and batch ids from before
-    `cutoffs.batch_ids_before`; rows deleted per table.
+    """Delete data from before `cutoffs.data_before`, batch ids from before
+    `cutoffs.batch_ids_before` and Idempotency-Key headers from before
+    `cutoffs.idempotency_keys_before`; rows deleted per table.
 
     Events of whole months go with their partition (PostgreSQL); the rest row by row.
     """
@@ -66,7 +79,7 @@ def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[st
 
 def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
     before = cutoffs.data_before
-    targets = (
+    targets = [
         (Event, Event.occurred_at < before),
         (ServerEvent, ServerEvent.occurred_at < before),
         (CrawlHit, CrawlHit.received_at < before),
@@ -75,7 +88,10 @@ def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
         (Batch, Batch.received_at < cutoffs.batch_ids_before),
         (VisitorSalt, VisitorSalt.day < cutoffs.salt_days_before),
         (VisitorState, VisitorState.day < cutoffs.salt_days_before),
-    )
+    ]
+    if cutoffs.idempotency_keys_before is not None:
+        targets.append((IdempotencyKey,
+                        IdempotencyKey.created_at < cutoffs.idempotency_keys_before))
     return {model._meta.table_name: delete_where(model, condition, batch_rows)
             for model, condition in targets}
 

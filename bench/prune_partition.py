@@ -73,7 +73,8 @@ def one_run(events: int) -> tuple[float, int]:
             seed(database, month_start(now), RECENT_EVENTS)
         database.execute_sql("VACUUM ANALYZE event")
         database.execute_sql("CHECKPOINT")
-        cutoffs = retention.PruneCutoffs(month_start(now, -5), now - timedelta(days=30))
+        cutoffs = retention.PruneCutoffs(month_start(now, -5), now - timedelta(days=30),
+                                           now.date())
         started = time.perf_counter()
         deleted = retention.prune(cutoffs)
         seconds = time.perf_counter() - started

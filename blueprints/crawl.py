@@ -10,6 +10,7 @@ from app.bodies import json_object, raw_body
 from app.crawlers import reports
 from app.crawlers.user_agents import MAX_USER_AGENT_LENGTH
 from app.fields import Text
+from app.idempotency import idempotent, once
 from app.limits import PER_KEY, limited
 from app.openapi import documented
 from models.api_key import SERVER
@@ -86,7 +87,12 @@ def no_content() -> Response:
 )
 @require_key(SERVER)
 @limited(PER_KEY)
+@idempotent
 def post_crawl_report():
     report = SCHEMA.load(json_object(raw_body()))
+    return once(lambda: store_report(report))
+
+
+def store_report(report: reports.CrawlReport) -> Response:
     reports.record(g.site.id, report, reports.verifier_for(current_app))
     return no_content()

@@ -1,10 +1,13 @@
 """POST /api/goals: one conversion goal, stored as an event of type `goal`."""
+from typing import Any
+
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app import cors
 from app.bodies import json_object, raw_body
 from app.fields import JSONObject, Text
+from app.idempotency import idempotent, once
 from app.openapi import documented
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
@@ -32,6 +35,8 @@ class GoalResponseSchema(Schema):
     success = fields.Boolean(required=True)
     sampled = fields.Boolean(metadata={"description": "Over quota: sessions are sampled."})
     bot = fields.Boolean(metadata={"description": "A bot's browser request: nothing stored."})
+    duplicate = fields.Boolean(metadata={
+        "description": "This Idempotency-Key was already used: nothing stored again."})
 
 
 GOAL_SCHEMA = GoalSchema()
@@ -49,8 +54,13 @@ GOAL_SCHEMA = GoalSchema()
     tags=("tracking",),
 )
 @tracking_endpoint(lambda: {"success": True, "bot": True})
+@idempotent
 def post_goal():
     goal = GOAL_SCHEMA.load(json_object(raw_body()))
+    return once(lambda: store_goal(goal))
+
+
+def store_goal(goal: dict[str, Any]) -> dict[str, Any]:
     goal = anonymous.derive_goal_ids(g.site.id, goal)
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
                                 current_app.config["SAMPLE_RATE"])

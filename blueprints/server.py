@@ -16,6 +16,7 @@ from app.auth import require_key
 from app.bodies import json_object_exact, raw_body
 from app.errors import ApiError
 from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
+from app.idempotency import idempotent, once
 from app.limits import PER_KEY, limited
 from app.openapi import documented
 from app.privacy import looks_like_email
@@ -156,7 +157,8 @@ class ServerEventResponseSchema(Schema):
     id = fields.String(required=True, metadata={
         "description": "The stored event's id; for a duplicate, the first copy's id."})
     duplicate = fields.Boolean(required=True, metadata={
-        "description": "True when this orderId was already recorded: nothing new stored."})
+        "description": "True when this orderId or Idempotency-Key was already recorded: "
+                       "nothing new stored."})
 
 
 SCHEMA = ServerEventSchema()
@@ -183,7 +185,8 @@ def require_paid_plan() -> None:
 )
 @require_key(SERVER)
 @limited(PER_KEY)
+@idempotent
 def post_server_event():
     require_paid_plan()
     event = SCHEMA.load(json_object_exact(raw_body()))
-    return server_events.record(g.site, event).body()
+    return once(lambda: server_events.record(g.site, event).body())

@@ -4,6 +4,7 @@ from models.base import BaseModel, JSONField, database
 from models.batch import Batch
 from models.crawl_hit import CrawlHit
 from models.event import Event
+from models.idempotency_key import IdempotencyKey
 from models.ingest_tally import IngestTally
 from models.instance_secret import InstanceSecret
 from models.server_event import ServerEvent
@@ -13,8 +14,8 @@ from models.visitor_salt import VisitorSalt
 from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
-              InstanceSecret, VisitorSalt, VisitorState)
+              InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey)
 
-__all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IngestTally",
-           "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage", "VisitorSalt",
-           "VisitorState", "database"]
+__all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IdempotencyKey",
+           "IngestTally", "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage",
+           "VisitorSalt", "VisitorState", "database"]

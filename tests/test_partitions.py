@@ -109,7 +109,8 @@ def test_prune_drops_whole_months_and_deletes_only_what_is_left(app, std_site):
         add_events(std_site.site.id, kept_month, datetime(1990, 1, 1), now)
         partitions.ensure()
         assert Month(old_month) in partitions.monthly_partitions()
-        deleted = retention.prune(retention.PruneCutoffs(cutoff, now - timedelta(days=30)))
+        deleted = retention.prune(retention.PruneCutoffs(cutoff, now - timedelta(days=30),
+                                                            now.date()))
         assert Month(old_month) not in partitions.monthly_partitions()  # dropped, not emptied
         assert Month(kept_month) in partitions.monthly_partitions()
         assert deleted["event"] == 7 + 1  # the month's 7 rows and 1990's row from the default

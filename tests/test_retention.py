@@ -13,7 +13,7 @@ from models.site import utcnow
 from tests.tracking.helpers import batch, db, dumps, post_json, post_live, stored_counts
 
 TABLES = ("event", "server_event", "crawl_hit", "ingest_tally", "usage", "batch", "visitor_salt",
-          "visitor_state")
+          "visitor_state", "idempotency_key")
 
 
 def add_event(site_id: int, occurred_at: datetime, **fields) -> None:
@@ -80,7 +80,7 @@ def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site
     assert lines[0].endswith(" UTC (30 days).")
     assert table_lines(lines) == {"event": 4, "server_event": 2, "crawl_hit": 2,
                                   "ingest_tally": 2, "usage": 2, "batch": 2, "visitor_salt": 0,
-                                  "visitor_state": 0}
+                                  "visitor_state": 0, "idempotency_key": 0}
     assert counts(app) == {"event": 4, "server_event": 2, "crawl_hit": 2, "ingest_tally": 2,
                            "usage": 2, "batch": 2}
     with db(app):

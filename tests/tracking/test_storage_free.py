@@ -235,8 +235,8 @@ def test_the_salt_changes_at_the_utc_day_and_is_gone_after_48_hours(client, app,
 
         def prune_at(moment: datetime) -> tuple[list, list]:
             deleted = retention.prune(retention.PruneCutoffs.at(moment, 13, 30))
-            left = ([row.day for row in VisitorSalt.select()],
-                    [row.visitor for row in VisitorState.select()])
+            left = ([row.day for row in VisitorSalt.select().order_by(VisitorSalt.day)],
+                    [row.visitor for row in VisitorState.select().order_by(VisitorState.day)])
             return (deleted["visitor_salt"], deleted["visitor_state"]), left
 
         # February's last day began at 2026-02-28 00:00: kept until 48 hours later.
