@@ -1,0 +1,251 @@
+"""Funnels: how many visits (or visitors) go through 2-8 ordered steps (DESIGN.md, `funnel`).
+
+Definitions (docs/AGENTS.md repeats them for agents):
+- A step is `{"page": path or pattern}` (page views whose path is that path, or matches the
+  pattern: `*` any run of characters but `/`, `**` any run, the whole path), `{"goal": name}`
+  (goal events of that name) or `{"event": name}` (custom events of that name), with an
+  optional `label` (default `Visit /pricing`, `Goal Signup`, `Event Download`).
+- Unit `visit`: a session id with at least one page view in the period (DESIGN's visit); its
+  events of the period count. Unit `visitor`: an anonymous id; its events of the period count,
+  in a visit or not (a goal a backend posted with the visitor's id and no session counts), but
+  later steps only up to `window_hours` after its earliest step-1 event (inclusive).
+- A unit reaches step 1 with its earliest matching event, and step k with its earliest matching
+  event at or after the time it reached step k-1 (so events out of order do not count, and one
+  event that matches two consecutive steps satisfies both).
+- `visit:*` filters select visits, as in `query`; for the visitor unit only the events of its
+  selected visits count then.
+- Weighted: a unit weighs the largest sampling weight of its matching events (sampling keeps or
+  drops whole sessions); counts are rounded; `estimated` when a counted unit weighs other than 1.
+- `conversion_rate`: % of step 1's count; `step_conversion_rate`: % of the step before's count;
+  both from the counts shown, 1 decimal, null when the base is 0. `dropoff`: the step before's
+  count minus this one's. Step 1 has no step before: its `step_conversion_rate` and `dropoff`
+  are null (its `conversion_rate` is 100.0, or null when nobody reached it).
+
+One SQL statement: the period's events that match any step (with a flag per step), then one CTE
+per step holding each unit that reached it and when; no recursion, no rows in Python.
+"""
+import difflib
+import re
+from datetime import timedelta
+from typing import Any
+
+from peewee import (
+    CTE,
+    Case,
+    Expression,
+    Select,
+    Value,
+    fn,
+)
+
+from app.analytics.base import Period, as_count, fetch, is_sampled
+from app.analytics.sql import url_path
+from app.db import is_postgres
+from models import Event, Site, database
+
+STEP_KINDS = ("page", "goal", "event")
+STEP_KEYS = (*STEP_KINDS, "label")
+UNITS = ("visit", "visitor")
+MIN_STEPS, MAX_STEPS = 2, 8
+MAX_LABEL = 100
+MAX_NAME = 128  # Event.name's length
+MAX_PAGE = 2048
+DEFAULT_WINDOW_HOURS = 24
+MAX_WINDOW_HOURS = 720  # 30 days
+DEFAULT_LABEL = {"page": "Visit", "goal": "Goal", "event": "Event"}
+EVENT_TYPE = {"page": "pageview", "goal": "goal", "event": "custom"}
+
+
+class FunnelArgumentError(ValueError):
+    """A bad funnel argument; its message is one sentence that names the argument."""
+
+
+def _closest(word: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _checked_step(index: int, step: Any) -> dict[str, str]:
+    where = f"steps[{index}]"
+    if not isinstance(step, dict):
+        raise FunnelArgumentError(f"{where} must be an object with one of 'page', 'goal' or "
+                                  "'event' (and an optional 'label').")
+    for key in step:
+        if key not in STEP_KEYS:
+            raise FunnelArgumentError(f"{where} has the unknown key '{key}'; valid keys are "
+                                      "'page', 'goal', 'event' and 'label'."
+                                      + _closest(key, STEP_KEYS))
+    kinds = [kind for kind in STEP_KINDS if kind in step]
+    if len(kinds) != 1:
+        given = " and ".join(f"'{kind}'" for kind in kinds) or "none of them"
+        raise FunnelArgumentError(f"{where} must have exactly one of 'page', 'goal' or 'event'; "
+                                  f"it has {given}.")
+    kind = kinds[0]
+    value = step[kind]
+    longest = MAX_PAGE if kind == "page" else MAX_NAME
+    if not isinstance(value, str) or not value or len(value) > longest:
+        raise FunnelArgumentError(f"{where}.{kind} must be a non-empty string of at most "
+                                  f"{longest} characters.")
+    if kind == "page" and not value.startswith("/"):
+        raise FunnelArgumentError(f"{where}.page must be a URL path starting with '/' (such as "
+                                  f"'/pricing' or '/blog/*'); got '{value}'.")
+    label = step.get("label", f"{DEFAULT_LABEL[kind]} {value}")
+    if not isinstance(label, str) or not label or len(label) > MAX_LABEL:
+        raise FunnelArgumentError(f"{where}.label must be a non-empty string of at most "
+                                  f"{MAX_LABEL} characters.")
+    return {kind: value, "label": label}
+
+
+def validate(steps: Any, unit: Any = "visit",
+             window_hours: Any = DEFAULT_WINDOW_HOURS) -> list[dict[str, str]]:
+    """The steps, each with its label (the default one when none was given), or a
+    FunnelArgumentError whose one sentence names the bad argument.
+
+    A function rather than a marshmallow schema: an agent needs one sentence naming the step
+    (`steps[2]`) and the closest valid key, which marshmallow's per-field message dicts do not
+    give. The tool's input schema (the query helper's) declares the shapes:
+    steps: list (2-8) of {"page"|"goal"|"event": str, "label"?: str (1-100)};
+    unit: "visit" | "visitor" (default "visit"); window_hours: int 1-720 (default 24, visitor
+    unit only).
+    """
+    if unit not in UNITS:
+        raise FunnelArgumentError(f"unit must be 'visit' or 'visitor'; got {unit!r}."
+                                  + (_closest(unit, UNITS) if isinstance(unit, str) else ""))
+    if (isinstance(window_hours, bool) or not isinstance(window_hours, int)
+            or not 1 <= window_hours <= MAX_WINDOW_HOURS):
+        raise FunnelArgumentError(f"window_hours must be a whole number of hours from 1 to "
+                                  f"{MAX_WINDOW_HOURS}; got {window_hours!r}.")
+    if not isinstance(steps, list) or not MIN_STEPS <= len(steps) <= MAX_STEPS:
+        count = f"{len(steps)} steps" if isinstance(steps, list) else "not a list"
+        raise FunnelArgumentError(f"steps must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
+                                  f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
+                                  f"\"Signup\"}}; got {count}.")
+    return [_checked_step(index, step) for index, step in enumerate(steps)]
+
+
+def page_pattern(pattern: str) -> str | None:
+    """The regular expression (one both PostgreSQL and Python read alike) of a path pattern
+    with `*` / `**`, or None when the pattern is a plain path."""
+    if "*" not in pattern:
+        return None
+    pieces = re.split(r"(\*\*|\*)", pattern)
+    wild = {"**": ".*", "*": "[^/]*"}
+    return "^" + "".join(wild.get(piece) or re.escape(piece) for piece in pieces) + "$"
+
+
+def _path_is(path: Any, pattern: str) -> Expression:
+    regex = page_pattern(pattern)
+    if regex is None:
+        return path == pattern
+    if is_postgres():
+        return path.regexp(regex)
+    return fn.egis_full_match(regex, path) == 1
+
+
+def _full_match(regex: str, value: str | None) -> int:
+    return int(value is not None and re.fullmatch(regex, value) is not None)
+
+
+def _register_sqlite_match() -> None:
+    """SQLite has no REGEXP of its own: one from Python's re, registered on the connection
+    (Peewee loads it into every later connection of this database too)."""
+    database.obj.register_function(_full_match, "egis_full_match", 2, deterministic=True)
+
+
+def _step_condition(step: dict[str, str]) -> Expression:
+    kind = next(kind for kind in STEP_KINDS if kind in step)
+    is_type = Event.type == EVENT_TYPE[kind]
+    if kind == "page":
+        return is_type & _path_is(fn.COALESCE(Event.path, url_path(Event.page_url)), step[kind])
+    return is_type & (Event.name == step[kind])
+
+
+def _window_end(start: Any, hours: int) -> Any:
+    if is_postgres():
+        return start + Value(timedelta(hours=hours))
+    # occurred_at is ISO text on SQLite; %f keeps the milliseconds.
+    return fn.strftime("%Y-%m-%d %H:%M:%f", start, f"+{hours} hours")
+
+
+def _reached(matches: CTE, before: CTE, step: int, windowed: bool) -> CTE:
+    """Each unit of `before` that has a step-`step` event at or after it reached `before`'s
+    step (within its window), with the earliest such time."""
+    m, p = matches.c, before.c
+    on = (m.unit == p.unit) & (getattr(m, f"s{step}") == 1) & (m.at >= p.at)
+    if windowed:
+        on &= m.at <= p.deadline
+    return (Select([before.join(matches, on=on)],
+                   [p.unit, fn.MIN(m.at).alias("at"), p.deadline, p.w])
+            .group_by(p.unit, p.deadline, p.w).cte(f"step{step}"))
+
+
+def _visits(site: Site, period: Period, units: Any) -> Select:
+    """The session ids among `units` that have a page view in the period (visits)."""
+    return (Event.select(Event.session_id)
+            .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
+                   & (Event.type == "pageview") & Event.session_id.in_(units)))
+
+
+def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = "visit",
+           window_hours: int = DEFAULT_WINDOW_HOURS, filters: Any = None) -> dict[str, Any]:
+    """The funnel of `steps` (as `validate` returns them) for the site's `unit`s in `period`:
+    {"unit", "window_hours" (null for visits), "steps": [{"label", "count",
+    "conversion_rate", "step_conversion_rate", "dropoff"}], "estimated"}."""
+    if not is_postgres() and any(page_pattern(step.get("page", "")) for step in steps):
+        _register_sqlite_match()
+    unit_column = Event.session_id if unit == "visit" else Event.anonymous_id
+    conditions = [_step_condition(step) for step in steps]
+    where = (Event.site_id == site.id) & period.covers(Event.occurred_at) \
+        & unit_column.is_null(False)
+    any_step = conditions[0]
+    for condition in conditions[1:]:
+        any_step |= condition
+    matches = (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
+                            Event.weight.alias("w"),
+                            *[Case(None, [(condition, 1)], 0).alias(f"s{index}")
+                              for index, condition in enumerate(conditions)])
+               .where(where & any_step).cte("matches"))
+    m = matches.c
+    windowed = unit == "visitor"
+    first_at = fn.MIN(Case(None, [(m.s0 == 1, m.at)]))
+    first = (Select([matches], [m.unit, first_at.alias("at"),
+                                (_window_end(first_at, window_hours) if windowed
+                                 else Value(None)).alias("deadline"),
+                                fn.MAX(m.w).alias("w")])
+             .group_by(m.unit).having(first_at.is_null(False)))
+    if unit == "visit" and "page" not in steps[0]:
+        # A page step-1 proves a page view; otherwise the session must have one.
+        first = first.where(m.unit.in_(_visits(site, period, Select([matches], [m.unit])
+                                                .where(m.s0 == 1))))
+    reached = [first.cte("step0")]
+    for index in range(1, len(steps)):
+        reached.append(_reached(matches, reached[-1], index, windowed))
+    base = reached[0].c
+    totals = fetch(Select([reached[0]], [
+        fn.SUM(base.w).alias("c0"), fn.MAX(is_sampled(base.w)).alias("sampled"),
+        *[Select([cte], [fn.SUM(cte.c.w)]).alias(f"c{index}")
+          for index, cte in enumerate(reached) if index],
+    ]).with_cte(matches, *reached))[0]
+    counts = [as_count(totals[f"c{index}"]) for index in range(len(steps))]
+    return {
+        "unit": unit,
+        "window_hours": window_hours if windowed else None,
+        "steps": [_step_result(step["label"], counts, index) for index, step in enumerate(steps)],
+        "estimated": bool(totals["sampled"]),
+    }
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def _step_result(label: str, counts: list[int], index: int) -> dict[str, Any]:
+    count = counts[index]
+    before = counts[index - 1] if index else None
+    return {
+        "label": label, "count": count,
+        "conversion_rate": _percent(count, counts[0]),
+        "step_conversion_rate": None if before is None else _percent(count, before),
+        "dropoff": None if before is None else before - count,
+    }
+
