@@ -16,7 +16,8 @@ def _pct(rate: float | None) -> str:
 
 def _head(result: dict[str, Any], title: str) -> str:
     note = " (estimated: sampled data, scaled by weights)" if result["estimated"] else ""
-    return f"{title} for {result['site']}, {result['from']} to {result['to']}{note}"
+    zone = f" ({result['timezone']})" if result.get("timezone") else ""
+    return f"{title} for {result['site']}, {result['from']} to {result['to']}{zone}{note}"
 
 
 def _lines(rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str],

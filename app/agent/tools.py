@@ -44,6 +44,12 @@ from models import Site
 Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]
 
 
+def zone_of(period: base.Period) -> dict[str, str]:
+    """The kept tools name the zone when it is not UTC, so a UTC site's answers stay as they
+    were for existing clients; query, funnel and describe_data always name it."""
+    return {} if period.timezone == "UTC" else {"timezone": period.timezone}
+
+
 def _tool(name: str, title: str, description: str, args: type[Schema], result: type[Schema],
           run: Run, render: Callable[[dict[str, Any]], str]) -> Tool:
     loader = args()
@@ -54,17 +60,22 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
         except ValidationError as error:
             raise ToolError(f"Invalid arguments for {name}: "
                             f"{format_validation_messages(error.messages)}") from None
-        period = loaded.pop("period")
-        with base.reading():
-            found = run(site, period, loaded)
+        try:
+            period = base.resolve_period(site.timezone, loaded.pop("from_", None),
+                                         loaded.pop("to", None), loaded.pop("period", None))
+            with base.reading():
+                found = run(site, period, loaded)
+        except base.ArgumentError as error:
+            raise ToolError(f"Invalid arguments for {name}: {error}") from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
-                      "to": period.last.isoformat(), **found}
+                      "to": period.last.isoformat(), **zone_of(period), **found}
         return ToolOutput(structured, render(structured))
 
     return Tool(name, title, description, json_schema_of(args), json_schema_of(result), handler)
 
 
-PERIOD_NOTE = (" Dates are UTC days, `from` and `to` inclusive, the last 30 days by default. "
+PERIOD_NOTE = (" Days are local to the site's time zone: `from`/`to` inclusive or `period`, "
+               "the last 30 days by default. "
                "Figures from sampled data (a site over its quota) are scaled by the sampling "
                "weights and flagged `estimated`.")
 
@@ -138,7 +149,8 @@ TOOLS = [
 ]
 
 INSTRUCTIONS = ("Read-only web analytics of one site (the site of the server key). Every tool "
-                "takes `from`/`to` (UTC days, inclusive; default the last 30 days); list tools "
-                "take `limit`. Start with get_overview.")
+                "takes `from`/`to` (local days of the site's time zone, inclusive) or `period` "
+                "(today, 7d, 30d, this_month, ...; default the last 30 days). Start with "
+                "describe_data or get_overview, then ask `query`.")
 
 MCP = McpServer("egis", API_VERSION, "egis analytics", INSTRUCTIONS, TOOLS)

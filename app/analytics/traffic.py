@@ -25,7 +25,8 @@ from app.analytics.base import (
     when,
 )
 from app.analytics.sql import json_text, query_param, url_host
-from models import Event, Site, database
+from app.analytics.vocabulary import time_bucket
+from models import Event, Site
 from models.event import EVENT_TYPES
 
 HEARTBEAT_SECONDS = 15
@@ -87,7 +88,7 @@ def count_events(site_id: int, period: Period, limit: int, type_: str | None = N
     where = event_filter(site_id, period, *([type_] if type_ else []))
     if name is not None:
         where &= Event.name == name
-    day = database.truncate_date("day", Event.occurred_at)
+    day = time_bucket("day", Event.occurred_at, period)
     grouped = (Event.select(day.alias("day"), Event.name.alias("name"),
                             fn.SUM(Event.weight).alias("w"), fn.COUNT(Event.id).alias("stored"),
                             fn.MAX(is_sampled(Event.weight)).alias("sampled"))
