@@ -1,0 +1,84 @@
+"""app.analytics.describe against a small hand-built event set whose figures are worked out by
+hand here (the comments say how)."""
+from datetime import date, datetime
+
+import pytest
+
+from app.analytics import describe, vocabulary
+from app.analytics.base import Period
+from models import Site
+from tests.analytics.test_funnel import row, site, store  # noqa: F401  (site: a fixture)
+
+# Berlin is UTC+1 in March until the 29th, UTC+2 after: the local days 1-31 March run from
+# 2026-02-28 23:00 to 2026-03-31 22:00 UTC.
+BERLIN_MARCH = Period(date(2026, 3, 1), date(2026, 3, 31), "Europe/Berlin")
+
+
+@pytest.fixture
+def events(site):  # noqa: F811
+    other_site = Site.create(domain="other.example")
+    store([
+        row(site, "s1", "v1", "pageview", datetime(2026, 3, 10, 10, 0), "/pricing",
+            properties={"utm_source": "news"}),
+        row(site, "s1", "v1", "scroll", datetime(2026, 3, 10, 10, 1), "/pricing",
+            properties={"depth": 50}),
+        row(site, "s1", "v1", "goal", datetime(2026, 3, 10, 10, 2), name="Signup",
+            properties={"plan": "pro"}),
+        row(site, "s1", "v1", "custom", datetime(2026, 3, 10, 10, 3), name="Download",
+            properties={"file": "a.pdf", "plan": "pro"}),
+        # A sampled session: each event stands for 10.
+        row(site, "s2", "v2", "pageview", datetime(2026, 3, 12, 8, 0), "/docs", weight=10),
+        row(site, "s2", "v2", "custom", datetime(2026, 3, 12, 8, 1), name="Download",
+            properties={"file": "b.pdf"}, weight=10),
+        row(site, "s2", "v2", "goal", datetime(2026, 3, 12, 8, 2), name="Signup", weight=10),
+        # 23:30 UTC on 28 February is 00:30 on 1 March in Berlin: inside.
+        row(site, "s3", "v3", "pageview", datetime(2026, 2, 28, 23, 30), "/"),
+        row(site, "s3", "v3", "pageview", datetime(2026, 3, 20, 12, 0), "/about"),
+        row(site, "s3", "v3", "custom", datetime(2026, 3, 20, 12, 1), name="Share"),
+        row(site, "s3", "v3", "goal", datetime(2026, 3, 20, 12, 2), name="Trial",
+            properties={"plan": "free"}),
+        row(site, "s3", "v3", "click", datetime(2026, 3, 20, 12, 5), "/about",
+            properties={"element": "a"}),
+        # Outside Berlin's March (23:59 on 28 February, 00:30 on 1 April), and another site.
+        row(site, "s9", "v9", "pageview", datetime(2026, 2, 28, 22, 59), "/old",
+            properties={"old": 1}),
+        row(site, "s9", "v9", "goal", datetime(2026, 3, 31, 22, 30), name="Late"),
+        row(other_site, "s8", "v8", "goal", datetime(2026, 3, 10), name="Elsewhere",
+            properties={"elsewhere": 1}),
+    ])
+    return site
+
+
+def test_what_the_site_has(events):
+    found = describe.describe(events, BERLIN_MARCH)
+    assert found["timezone"] == "Europe/Berlin"
+    # pageviews 1 + 10 + 2 = 13; custom: Download 1 + 10, Share 1 = 12; goal: Signup 1 + 10,
+    # Trial 1 = 12; click 1; scroll 1 (ties by name).
+    assert list(found["events_by_type"].items()) == [
+        ("pageview", 13), ("custom", 12), ("goal", 12), ("click", 1), ("scroll", 1)]
+    assert found["goals"] == [{"name": "Signup", "count": 11}, {"name": "Trial", "count": 1}]
+    assert found["custom_events"] == [{"name": "Download", "count": 11},
+                                      {"name": "Share", "count": 1}]
+    # file: Download 1 + 10 = 11; plan: Signup, Download, Trial = 3; then 1 each, by key.
+    assert found["properties"] == [
+        {"key": "file", "count": 11, "event_names": ["Download"], "event_types": ["custom"]},
+        {"key": "plan", "count": 3, "event_names": ["Download", "Signup", "Trial"],
+         "event_types": ["custom", "goal"]},
+        {"key": "depth", "count": 1, "event_names": [], "event_types": ["scroll"]},
+        {"key": "element", "count": 1, "event_names": [], "event_types": ["click"]},
+        {"key": "utm_source", "count": 1, "event_names": [], "event_types": ["pageview"]},
+    ]
+    assert found["first_event"] == "2026-02-28T23:30:00Z"
+    assert found["last_event"] == "2026-03-20T12:05:00Z"
+    assert found["estimated"] is True
+    assert found["metrics"] == vocabulary.describe()["metrics"]
+    assert found["dimensions"] == vocabulary.describe()["dimensions"]
+    assert "values" not in found
+
+
+def test_an_empty_period(events):
+    found = describe.describe(events, Period(date(2026, 5, 1), date(2026, 5, 31)))
+    assert found["timezone"] == "UTC"
+    assert (found["events_by_type"], found["goals"], found["custom_events"],
+            found["properties"]) == ({}, [], [], [])
+    assert (found["first_event"], found["last_event"], found["estimated"]) == (None, None, False)
