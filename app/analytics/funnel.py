@@ -24,7 +24,6 @@ Definitions (docs/AGENTS.md repeats them for agents):
 One SQL statement: the period's events that match any step (with a flag per step), then one CTE
 per step holding each unit that reached it and when; no recursion, no rows in Python.
 """
-import difflib
 import re
 from datetime import timedelta
 from typing import Any
@@ -38,7 +37,15 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, as_count, fetch, is_sampled
+from app.analytics.base import (
+    ArgumentError,
+    Period,
+    as_count,
+    closest,
+    fetch,
+    is_sampled,
+    unknown,
+)
 from app.analytics.sql import url_path
 from app.db import is_postgres
 from models import Event, Site, database
@@ -56,50 +63,40 @@ DEFAULT_LABEL = {"page": "Visit", "goal": "Goal", "event": "Event"}
 EVENT_TYPE = {"page": "pageview", "goal": "goal", "event": "custom"}
 
 
-class FunnelArgumentError(ValueError):
-    """A bad funnel argument; its message is one sentence that names the argument."""
-
-
-def _closest(word: str, choices: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
 def _checked_step(index: int, step: Any) -> dict[str, str]:
     where = f"steps[{index}]"
     if not isinstance(step, dict):
-        raise FunnelArgumentError(f"{where} must be an object with one of 'page', 'goal' or "
-                                  "'event' (and an optional 'label').")
+        raise ArgumentError(f"{where} must be an object with one of 'page', 'goal' or "
+                            "'event' (and an optional 'label').")
     for key in step:
         if key not in STEP_KEYS:
-            raise FunnelArgumentError(f"{where} has the unknown key '{key}'; valid keys are "
-                                      "'page', 'goal', 'event' and 'label'."
-                                      + _closest(key, STEP_KEYS))
+            raise ArgumentError(f"{where} has the unknown key '{key}'; valid keys are "
+                                "'page', 'goal', 'event' and 'label'." + closest(key, STEP_KEYS))
     kinds = [kind for kind in STEP_KINDS if kind in step]
     if len(kinds) != 1:
         given = " and ".join(f"'{kind}'" for kind in kinds) or "none of them"
-        raise FunnelArgumentError(f"{where} must have exactly one of 'page', 'goal' or 'event'; "
-                                  f"it has {given}.")
+        raise ArgumentError(f"{where} must have exactly one of 'page', 'goal' or 'event'; "
+                            f"it has {given}.")
     kind = kinds[0]
     value = step[kind]
     longest = MAX_PAGE if kind == "page" else MAX_NAME
     if not isinstance(value, str) or not value or len(value) > longest:
-        raise FunnelArgumentError(f"{where}.{kind} must be a non-empty string of at most "
-                                  f"{longest} characters.")
+        raise ArgumentError(f"{where}.{kind} must be a non-empty string of at most "
+                            f"{longest} characters.")
     if kind == "page" and not value.startswith("/"):
-        raise FunnelArgumentError(f"{where}.page must be a URL path starting with '/' (such as "
-                                  f"'/pricing' or '/blog/*'); got '{value}'.")
+        raise ArgumentError(f"{where}.page must be a URL path starting with '/' (such as "
+                            f"'/pricing' or '/blog/*'); got '{value}'.")
     label = step.get("label", f"{DEFAULT_LABEL[kind]} {value}")
     if not isinstance(label, str) or not label or len(label) > MAX_LABEL:
-        raise FunnelArgumentError(f"{where}.label must be a non-empty string of at most "
-                                  f"{MAX_LABEL} characters.")
+        raise ArgumentError(f"{where}.label must be a non-empty string of at most "
+                            f"{MAX_LABEL} characters.")
     return {kind: value, "label": label}
 
 
 def validate(steps: Any, unit: Any = "visit",
              window_hours: Any = DEFAULT_WINDOW_HOURS) -> list[dict[str, str]]:
-    """The steps, each with its label (the default one when none was given), or a
-    FunnelArgumentError whose one sentence names the bad argument.
+    """The steps, each with its label (the default one when none was given), or
+    an ArgumentError whose one sentence names the bad argument.
 
     A function rather than a marshmallow schema: an agent needs one sentence naming the step
     (`steps[2]`) and the closest valid key, which marshmallow's per-field message dicts do not
@@ -109,15 +106,14 @@ def validate(steps: Any, unit: Any = "visit",
     unit only).
     """
     if unit not in UNITS:
-        raise FunnelArgumentError(f"unit must be 'visit' or 'visitor'; got {unit!r}."
-                                  + (_closest(unit, UNITS) if isinstance(unit, str) else ""))
+        raise unknown("unit", unit, UNITS)
     if (isinstance(window_hours, bool) or not isinstance(window_hours, int)
             or not 1 <= window_hours <= MAX_WINDOW_HOURS):
-        raise FunnelArgumentError(f"window_hours must be a whole number of hours from 1 to "
-                                  f"{MAX_WINDOW_HOURS}; got {window_hours!r}.")
+        raise ArgumentError(f"window_hours must be a whole number of hours from 1 to "
+                            f"{MAX_WINDOW_HOURS}; got {window_hours!r}.")
     if not isinstance(steps, list) or not MIN_STEPS <= len(steps) <= MAX_STEPS:
         count = f"{len(steps)} steps" if isinstance(steps, list) else "not a list"
-        raise FunnelArgumentError(f"steps must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
+        raise ArgumentError(f"steps must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
                                   f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
                                   f"\"Signup\"}}; got {count}.")
     return [_checked_step(index, step) for index, step in enumerate(steps)]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.analytics import funnel
-from app.analytics.base import Period
+from app.analytics.base import ArgumentError, Period
 from models import Event, Site, database
 
 PERIOD = Period(date(2026, 3, 1), date(2026, 3, 31))
@@ -240,13 +240,13 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
     ({"steps": [{"page": "/"}, {"page": "/x", "label": "x" * 101}]},
      "steps[1].label must be a non-empty string of at most 100 characters."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visits"},
-     "unit must be 'visit' or 'visitor'; got 'visits'. Did you mean 'visit'?"),
+     "Unknown unit 'visits'. Did you mean 'visit'? Valid units: visit, visitor."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visitor", "window_hours": 0},
      "window_hours must be a whole number of hours from 1 to 720; got 0."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "window_hours": True},
      "window_hours must be a whole number of hours from 1 to 720; got True."),
 ])
 def test_bad_arguments(arguments, message):
-    with pytest.raises(funnel.FunnelArgumentError) as error:
+    with pytest.raises(ArgumentError) as error:
         funnel.validate(**arguments)
     assert str(error.value) == message
