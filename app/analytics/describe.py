@@ -13,13 +13,15 @@ from typing import Any
 
 from peewee import SQL, Case, Select, fn
 
-from app.analytics import vocabulary
-from app.analytics.base import Period, as_count, fetch, is_sampled, timestamp
+from app.analytics import query, vocabulary
+from app.analytics.base import ArgumentError, Period, as_count, fetch, is_sampled, timestamp
 from app.db import is_postgres
 from models import Event, Site
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}
 MAX_NAMES = 100  # goal names, custom event names and property keys listed, the most used first
+DEFAULT_VALUES = 100
+MAX_SEARCH = 200
 
 
 def _names(site: Site, period: Period) -> list[dict[str, Any]]:
@@ -70,10 +72,17 @@ def _properties(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "event_types": sorted(types[key])} for key, weight in _ranked(weights)]
 
 
-def describe(site: Site, period: Period) -> dict[str, Any]:
+def describe(site: Site, period: Period, dimension: str | None = None,
+             search: str | None = None, limit: int = DEFAULT_VALUES) -> dict[str, Any]:
     """The describe_data payload: {"timezone", "metrics", "dimensions", "events_by_type",
     "goals", "custom_events", "properties", "first_event", "last_event", "estimated"} and,
-    with `dimension`, "values": {"dimension", "search", "values": [{"value", "visitors"}]}."""
+    with `dimension`, "values": {"dimension", "search", "values": [{"value", "visitors"}],
+    "total_values"}. Bad arguments raise base.ArgumentError (checked before any counting)."""
+    if dimension is None and search is not None:
+        raise ArgumentError("`search` narrows the values of a `dimension`: give one too, such "
+                            "as 'visit:source'.")
+    values = None if dimension is None else dimension_values(site, period, dimension, search,
+                                                             limit)
     rows = _names(site, period)
     by_type: dict[str, float] = defaultdict(float)
     named: dict[str, dict[str, float]] = {kind: defaultdict(float) for kind in NAMED_TYPES}
@@ -93,5 +102,30 @@ def describe(site: Site, period: Period) -> dict[str, Any]:
         "last_event": timestamp(max((row["last"] for row in rows), default=None)),
         "estimated": any(row["sampled"] for row in rows),
     }
+    if values is not None:
+        result["values"] = values
     return result
+
+
+def dimension_values(site: Site, period: Period, dimension: Any, search: Any,
+                     limit: Any) -> dict[str, Any]:
+    """The dimension's values by visitors, the most first: the `query` tool's answer to
+    visitors by that dimension, filtered with a case-insensitive `contains` when `search`."""
+    found = vocabulary.dimension(dimension, "dimension")
+    if search is not None and (not isinstance(search, str)
+                               or not 1 <= len(search) <= MAX_SEARCH):
+        raise ArgumentError(f"`search` must be a non-empty string of at most {MAX_SEARCH} "
+                            "characters.")
+    if search is not None and found.kind == "time":
+        raise ArgumentError(f"`search` does not apply to {found.name}: narrow the days with "
+                            "`from`/`to` or `period` instead.")
+    filters = [] if search is None else [["contains", found.name, [search],
+                                          {"case_sensitive": False}]]
+    answer = query.run_query(site, period, query.parse_query({
+        "metrics": ["visitors"], "dimensions": [found.name], "filters": filters,
+        "limit": limit}))
+    return {"dimension": found.name, "search": search,
+            "values": [{"value": row["dimensions"][0], "visitors": row["metrics"][0]}
+                       for row in answer["results"]],
+            "total_values": answer["total_rows"]}
 

@@ -24,7 +24,6 @@ Definitions (docs/AGENTS.md repeats them for agents):
 One SQL statement: the period's events that match any step (with a flag per step), then one CTE
 per step holding each unit that reached it and when; no recursion, no rows in Python.
 """
-import re
 from datetime import timedelta
 from typing import Any
 
@@ -46,9 +45,11 @@ from app.analytics.base import (
     is_sampled,
     unknown,
 )
-from app.analytics.sql import url_path
+from app.analytics.filters import Filters, pattern_regex, regexp
+from app.analytics.query import matching_sessions
+from app.analytics.vocabulary import page
 from app.db import is_postgres
-from models import Event, Site, database
+from models import Event, Site
 
 STEP_KINDS = ("page", "goal", "event")
 STEP_KEYS = (*STEP_KINDS, "label")
@@ -66,29 +67,29 @@ EVENT_TYPE = {"page": "pageview", "goal": "goal", "event": "custom"}
 def _checked_step(index: int, step: Any) -> dict[str, str]:
     where = f"steps[{index}]"
     if not isinstance(step, dict):
-        raise ArgumentError(f"{where} must be an object with one of 'page', 'goal' or "
+        raise ArgumentError(f"`{where}` must be an object with one of 'page', 'goal' or "
                             "'event' (and an optional 'label').")
     for key in step:
         if key not in STEP_KEYS:
-            raise ArgumentError(f"{where} has the unknown key '{key}'; valid keys are "
+            raise ArgumentError(f"`{where}` has the unknown key '{key}'; valid keys are "
                                 "'page', 'goal', 'event' and 'label'." + closest(key, STEP_KEYS))
     kinds = [kind for kind in STEP_KINDS if kind in step]
     if len(kinds) != 1:
         given = " and ".join(f"'{kind}'" for kind in kinds) or "none of them"
-        raise ArgumentError(f"{where} must have exactly one of 'page', 'goal' or 'event'; "
+        raise ArgumentError(f"`{where}` must have exactly one of 'page', 'goal' or 'event'; "
                             f"it has {given}.")
     kind = kinds[0]
     value = step[kind]
     longest = MAX_PAGE if kind == "page" else MAX_NAME
     if not isinstance(value, str) or not value or len(value) > longest:
-        raise ArgumentError(f"{where}.{kind} must be a non-empty string of at most "
+        raise ArgumentError(f"`{where}.{kind}` must be a non-empty string of at most "
                             f"{longest} characters.")
     if kind == "page" and not value.startswith("/"):
-        raise ArgumentError(f"{where}.page must be a URL path starting with '/' (such as "
+        raise ArgumentError(f"`{where}.page` must be a URL path starting with '/' (such as "
                             f"'/pricing' or '/blog/*'); got '{value}'.")
     label = step.get("label", f"{DEFAULT_LABEL[kind]} {value}")
     if not isinstance(label, str) or not label or len(label) > MAX_LABEL:
-        raise ArgumentError(f"{where}.label must be a non-empty string of at most "
+        raise ArgumentError(f"`{where}.label` must be a non-empty string of at most "
                             f"{MAX_LABEL} characters.")
     return {kind: value, "label": label}
 
@@ -109,50 +110,29 @@ def validate(steps: Any, unit: Any = "visit",
         raise unknown("unit", unit, UNITS)
     if (isinstance(window_hours, bool) or not isinstance(window_hours, int)
             or not 1 <= window_hours <= MAX_WINDOW_HOURS):
-        raise ArgumentError(f"window_hours must be a whole number of hours from 1 to "
+        raise ArgumentError(f"`window_hours` must be a whole number of hours from 1 to "
                             f"{MAX_WINDOW_HOURS}; got {window_hours!r}.")
     if not isinstance(steps, list) or not MIN_STEPS <= len(steps) <= MAX_STEPS:
-        count = f"{len(steps)} steps" if isinstance(steps, list) else "not a list"
-        raise ArgumentError(f"steps must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
+        count = (f"{len(steps)} step{'' if len(steps) == 1 else 's'}"
+                 if isinstance(steps, list) else "not a list")
+        raise ArgumentError(f"`steps` must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
                                   f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
                                   f"\"Signup\"}}; got {count}.")
     return [_checked_step(index, step) for index, step in enumerate(steps)]
 
 
-def page_pattern(pattern: str) -> str | None:
-    """The regular expression (one both PostgreSQL and Python read alike) of a path pattern
-    with `*` / `**`, or None when the pattern is a plain path."""
-    if "*" not in pattern:
-        return None
-    pieces = re.split(r"(\*\*|\*)", pattern)
-    wild = {"**": ".*", "*": "[^/]*"}
-    return "^" + "".join(wild.get(piece) or re.escape(piece) for piece in pieces) + "$"
-
-
 def _path_is(path: Any, pattern: str) -> Expression:
-    regex = page_pattern(pattern)
-    if regex is None:
-        return path == pattern
-    if is_postgres():
-        return path.regexp(regex)
-    return fn.egis_full_match(regex, path) == 1
-
-
-def _full_match(regex: str, value: str | None) -> int:
-    return int(value is not None and re.fullmatch(regex, value) is not None)
-
-
-def _register_sqlite_match() -> None:
-    """SQLite has no REGEXP of its own: one from Python's re, registered on the connection
-    (Peewee loads it into every later connection of this database too)."""
-    database.obj.register_function(_full_match, "egis_full_match", 2, deterministic=True)
+    """`query`'s `matches` for a pattern with `*`, equality for a plain path."""
+    if "*" in pattern:
+        return regexp(path, pattern_regex(pattern))
+    return path == pattern
 
 
 def _step_condition(step: dict[str, str]) -> Expression:
     kind = next(kind for kind in STEP_KINDS if kind in step)
     is_type = Event.type == EVENT_TYPE[kind]
     if kind == "page":
-        return is_type & _path_is(fn.COALESCE(Event.path, url_path(Event.page_url)), step[kind])
+        return is_type & _path_is(page(Event), step[kind])
     return is_type & (Event.name == step[kind])
 
 
@@ -182,25 +162,34 @@ def _visits(site: Site, period: Period, units: Any) -> Select:
                    & (Event.type == "pageview") & Event.session_id.in_(units)))
 
 
-def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = "visit",
-           window_hours: int = DEFAULT_WINDOW_HOURS, filters: Any = None) -> dict[str, Any]:
-    """The funnel of `steps` (as `validate` returns them) for the site's `unit`s in `period`:
-    {"unit", "window_hours" (null for visits), "steps": [{"label", "count",
-    "conversion_rate", "step_conversion_rate", "dropoff"}], "estimated"}."""
-    if not is_postgres() and any(page_pattern(step.get("page", "")) for step in steps):
-        _register_sqlite_match()
+def _matches(site: Site, period: Period, steps: list[dict[str, str]], unit: str,
+             filters: Filters) -> CTE:
+    """The period's events that match any step: unit, at, w and a 0/1 flag s<k> per step.
+    With filters, only the events of the visits they select."""
     unit_column = Event.session_id if unit == "visit" else Event.anonymous_id
     conditions = [_step_condition(step) for step in steps]
-    where = (Event.site_id == site.id) & period.covers(Event.occurred_at) \
-        & unit_column.is_null(False)
     any_step = conditions[0]
     for condition in conditions[1:]:
         any_step |= condition
-    matches = (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
-                            Event.weight.alias("w"),
-                            *[Case(None, [(condition, 1)], 0).alias(f"s{index}")
-                              for index, condition in enumerate(conditions)])
-               .where(where & any_step).cte("matches"))
+    where = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
+             & unit_column.is_null(False) & any_step)
+    if filters:
+        where &= Event.session_id.in_(matching_sessions(site, period, filters))
+    return (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
+                         Event.weight.alias("w"),
+                         *[Case(None, [(condition, 1)], 0).alias(f"s{index}")
+                           for index, condition in enumerate(conditions)])
+            .where(where).cte("matches"))
+
+
+def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = "visit",
+           window_hours: int = DEFAULT_WINDOW_HOURS, filters: Filters = ()) -> dict[str, Any]:
+    """The funnel of `steps` (as `validate` returns them) for the site's `unit`s in `period`,
+    `filters` as filters.parse_filters(..., visit_only=True) gives them: {"unit",
+    "window_hours" (null for visits), "steps": [{"label", "count", "conversion_rate",
+    "step_conversion_rate", "dropoff"}], "estimated"}. Call it within base.reading() (SQLite's
+    REGEXP for page patterns)."""
+    matches = _matches(site, period, steps, unit, filters)
     m = matches.c
     windowed = unit == "visitor"
     first_at = fn.MIN(Case(None, [(m.s0 == 1, m.at)]))
@@ -209,8 +198,8 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
                                  else Value(None)).alias("deadline"),
                                 fn.MAX(m.w).alias("w")])
              .group_by(m.unit).having(first_at.is_null(False)))
-    if unit == "visit" and "page" not in steps[0]:
-        # A page step-1 proves a page view; otherwise the session must have one.
+    if unit == "visit" and not filters and "page" not in steps[0]:
+        # A page step 1 proves a page view, and filtered visits have one; else check.
         first = first.where(m.unit.in_(_visits(site, period, Select([matches], [m.unit])
                                                 .where(m.s0 == 1))))
     reached = [first.cte("step0")]

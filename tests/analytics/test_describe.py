@@ -1,11 +1,12 @@
 """app.analytics.describe against a small hand-built event set whose figures are worked out by
 hand here (the comments say how)."""
 from datetime import date, datetime
+from typing import Any
 
 import pytest
 
 from app.analytics import describe, vocabulary
-from app.analytics.base import Period
+from app.analytics.base import ArgumentError, Period, reading
 from models import Site
 from tests.analytics.test_funnel import row, site, store  # noqa: F401  (site: a fixture)
 
@@ -82,3 +83,44 @@ def test_an_empty_period(events):
     assert (found["events_by_type"], found["goals"], found["custom_events"],
             found["properties"]) == ({}, [], [], [])
     assert (found["first_event"], found["last_event"], found["estimated"]) == (None, None, False)
+
+
+def values(of: Site, dimension: str, **options: Any) -> dict[str, Any]:
+    with reading():
+        return describe.describe(of, BERLIN_MARCH, dimension, **options)["values"]
+
+
+def test_a_dimensions_values(events):
+    # Visitors per goal: Signup v1 (1) and v2 (weight 10) = 11, Trial v3 = 1.
+    assert values(events, "event:goal") == {
+        "dimension": "event:goal", "search": None, "total_values": 2,
+        "values": [{"value": "Signup", "visitors": 11}, {"value": "Trial", "visitors": 1}]}
+    assert values(events, "event:goal", limit=1)["values"] == [
+        {"value": "Signup", "visitors": 11}]
+    # Entry pages: /pricing (v1), /docs (v2), / (v3: its 23:30 UTC view is 1 March in
+    # Berlin); `search` is case-insensitive.
+    assert values(events, "visit:entry_page", search="/DOC") == {
+        "dimension": "visit:entry_page", "search": "/DOC", "total_values": 1,
+        "values": [{"value": "/docs", "visitors": 10}]}
+    # plan: pro (v1), free (v3); only "pro" contains "Pr" in any case.
+    assert values(events, "event:props:plan", search="Pr") == {
+        "dimension": "event:props:plan", "search": "Pr", "total_values": 1,
+        "values": [{"value": "pro", "visitors": 1}]}
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"dimension": "visit:contry"},
+     "Unknown dimension 'visit:contry'. Did you mean 'visit:country'? Valid dimensions: "),
+    ({"dimension": "visit:source", "search": ""},
+     "`search` must be a non-empty string of at most 200 characters."),
+    ({"dimension": "time:day", "search": "2026"},
+     "`search` does not apply to time:day: narrow the days with `from`/`to` or `period` "
+     "instead."),
+    ({"search": "google"},
+     "`search` narrows the values of a `dimension`: give one too, such as 'visit:source'."),
+    ({"dimension": "visit:source", "limit": 0}, "`limit` must be an integer from 1 to 1000."),
+])
+def test_bad_arguments(events, options, message):
+    with pytest.raises(ArgumentError) as error, reading():
+        describe.describe(events, BERLIN_MARCH, **options)
+    assert str(error.value).startswith(message)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from app.analytics import funnel
-from app.analytics.base import ArgumentError, Period
+from app.analytics.base import ArgumentError, Period, reading
+from app.analytics.filters import parse_filters
 from models import Event, Site, database
 
 PERIOD = Period(date(2026, 3, 1), date(2026, 3, 31))
@@ -17,13 +18,15 @@ DOMAIN = "https://std.example"
 
 def row(site: Site, session: str | None, visitor: str | None, kind: str, at: datetime,
         path: str | None = None, name: str | None = None, weight: float = 1.0,
-        properties: Any = None, stored_path: bool = True) -> dict[str, Any]:
+        properties: Any = None, stored_path: bool = True,
+        country: str | None = None) -> dict[str, Any]:
     """One event with every column insert_many needs. `stored_path=False` leaves the `path`
     column empty, as on rows stored before it existed (the page is then read from the URL)."""
     url = f"{DOMAIN}{path}" if path else f"{DOMAIN}/"
     return {"site_id": site.id, "session_id": session, "anonymous_id": visitor, "type": kind,
             "name": name, "page_url": url, "path": (path or "/") if stored_path else None,
-            "properties": properties, "occurred_at": at, "received_at": at, "weight": weight}
+            "properties": properties, "occurred_at": at, "received_at": at, "weight": weight,
+            "country": country}
 
 
 def store(rows: list[dict[str, Any]]) -> None:
@@ -41,10 +44,12 @@ def minutes(count: float) -> datetime:
     return T0 + timedelta(minutes=count)
 
 
-def run(site: Site, steps: list[dict[str, str]], **options: Any) -> dict[str, Any]:
-    return funnel.funnel(site, PERIOD, funnel.validate(steps, **{
-        key: value for key, value in options.items() if key in ("unit", "window_hours")}),
-        **options)
+def run(site: Site, steps: list[dict[str, str]], unit: str = "visit", window_hours: int = 24,
+        filters: Any = None) -> dict[str, Any]:
+    """The funnel as the tool runs it: validated arguments, in one read transaction."""
+    with reading():
+        return funnel.funnel(site, PERIOD, funnel.validate(steps, unit, window_hours), unit,
+                             window_hours, parse_filters(filters, visit_only=True))
 
 
 def figures(result: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -172,6 +177,38 @@ def test_visitors_within_their_window(site):
     assert figures(run(site, steps)) == [(8, 100.0, None, None), (2, 25.0, 25.0, 6)]
 
 
+def test_visit_filters(site):
+    def view(session: str, visitor: str, minute: float, path: str, country: str) -> dict:
+        return row(site, session, visitor, "pageview", minutes(minute), path, country=country)
+
+    def signup(session: str, visitor: str, minute: float) -> dict:
+        return row(site, session, visitor, "goal", minutes(minute), name="Signup")
+
+    store([
+        view("s1", "v1", 0, "/pricing", "DE"), signup("s1", "v1", 1),
+        view("s2", "v2", 0, "/pricing", "FR"), signup("s2", "v2", 1),
+        # v3: /pricing in a German visit, Signup in a French one.
+        view("s4", "v3", 0, "/pricing", "DE"),
+        view("s5", "v3", 4, "/x", "FR"), signup("s5", "v3", 5),
+        # s6's first page view is French, so the visit is, though /pricing was seen from DE.
+        view("s6", "v6", 0, "/", "FR"), view("s6", "v6", 1, "/pricing", "DE"),
+        signup("s6", "v6", 2),
+    ])
+    steps = [{"page": "/pricing"}, {"goal": "Signup"}]
+    germany = [["is", "visit:country", ["DE"]]]
+    # Visits: /pricing in s1, s2, s4, s6 = 4, then Signup in s1, s2, s6 = 3; from Germany
+    # (s1, s4): 2, then 1.
+    assert figures(run(site, steps)) == [(4, 100.0, None, None), (3, 75.0, 75.0, 1)]
+    assert figures(run(site, steps, filters=germany)) == [
+        (2, 100.0, None, None), (1, 50.0, 50.0, 1)]
+    # Visitors: v1, v2, v3, v6 all reach both steps; counting only German visits' events: v1
+    # both, v3 /pricing only (its Signup is in a French visit), v2 and v6 nothing.
+    assert figures(run(site, steps, unit="visitor")) == [(4, 100.0, None, None),
+                                                         (4, 100.0, 100.0, 0)]
+    assert figures(run(site, steps, unit="visitor", filters=germany)) == [
+        (2, 100.0, None, None), (1, 50.0, 50.0, 1)]
+
+
 def test_weights(site):
     store([
         # Sampled sessions weigh 1/sample rate: s1 and s2 (10) reach /pricing, s1 also /docs/*;
@@ -212,39 +249,39 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
 
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"steps": [{"page": "/"}]},
-     'steps must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
-     "got 1 steps."),
+     '`steps` must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
+     "got 1 step."),
     ({"steps": [{"page": "/"}] * 9},
-     'steps must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
+     '`steps` must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
      "got 9 steps."),
     ({"steps": "/pricing"},
-     'steps must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
+     '`steps` must be a list of 2 to 8 steps such as {"page": "/pricing"} or {"goal": "Signup"}; '
      "got not a list."),
     ({"steps": [{"page": "/"}, "Signup"]},
-     "steps[1] must be an object with one of 'page', 'goal' or 'event' (and an optional "
+     "`steps[1]` must be an object with one of 'page', 'goal' or 'event' (and an optional "
      "'label')."),
     ({"steps": [{"page": "/"}, {"path": "/x"}]},
-     "steps[1] has the unknown key 'path'; valid keys are 'page', 'goal', 'event' and 'label'. "
+     "`steps[1]` has the unknown key 'path'; valid keys are 'page', 'goal', 'event' and 'label'. "
      "Did you mean 'page'?"),
     ({"steps": [{"page": "/", "goal": "Signup"}, {"page": "/"}]},
-     "steps[0] must have exactly one of 'page', 'goal' or 'event'; it has 'page' and 'goal'."),
+     "`steps[0]` must have exactly one of 'page', 'goal' or 'event'; it has 'page' and 'goal'."),
     ({"steps": [{"label": "Start"}, {"page": "/"}]},
-     "steps[0] must have exactly one of 'page', 'goal' or 'event'; it has none of them."),
+     "`steps[0]` must have exactly one of 'page', 'goal' or 'event'; it has none of them."),
     ({"steps": [{"page": "/"}, {"goal": ""}]},
-     "steps[1].goal must be a non-empty string of at most 128 characters."),
+     "`steps[1].goal` must be a non-empty string of at most 128 characters."),
     ({"steps": [{"page": "/"}, {"event": 3}]},
-     "steps[1].event must be a non-empty string of at most 128 characters."),
+     "`steps[1].event` must be a non-empty string of at most 128 characters."),
     ({"steps": [{"page": "pricing"}, {"page": "/"}]},
-     "steps[0].page must be a URL path starting with '/' (such as '/pricing' or '/blog/*'); "
+     "`steps[0].page` must be a URL path starting with '/' (such as '/pricing' or '/blog/*'); "
      "got 'pricing'."),
     ({"steps": [{"page": "/"}, {"page": "/x", "label": "x" * 101}]},
-     "steps[1].label must be a non-empty string of at most 100 characters."),
+     "`steps[1].label` must be a non-empty string of at most 100 characters."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visits"},
      "Unknown unit 'visits'. Did you mean 'visit'? Valid units: visit, visitor."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visitor", "window_hours": 0},
-     "window_hours must be a whole number of hours from 1 to 720; got 0."),
+     "`window_hours` must be a whole number of hours from 1 to 720; got 0."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "window_hours": True},
-     "window_hours must be a whole number of hours from 1 to 720; got True."),
+     "`window_hours` must be a whole number of hours from 1 to 720; got True."),
 ])
 def test_bad_arguments(arguments, message):
     with pytest.raises(ArgumentError) as error:
