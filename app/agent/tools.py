@@ -6,6 +6,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 
 from app.agent.protocol import McpServer, Tool, ToolError, ToolOutput
+from app.agent.read_tools import READ_TOOLS, reading_or_tool_error
 from app.agent.schemas import (
     CountArgs,
     CountResult,
@@ -63,7 +64,7 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
         try:
             period = base.resolve_period(site.timezone, loaded.pop("from_", None),
                                          loaded.pop("to", None), loaded.pop("period", None))
-            with base.reading():
+            with reading_or_tool_error():
                 found = run(site, period, loaded)
         except base.ArgumentError as error:
             raise ToolError(f"Invalid arguments for {name}: {error}") from None
@@ -79,11 +80,14 @@ PERIOD_NOTE = (" Days are local to the site's time zone: `from`/`to` inclusive o
                "Figures from sampled data (a site over its quota) are scaled by the sampling "
                "weights and flagged `estimated`.")
 
+SUBSUMED = " `query` answers this and more (filters, breakdowns, comparison)."
+
 TOOLS = [
+    *READ_TOOLS,
     _tool("count_events", "Count events",
           "Count events, optionally of one type (pageview, click, form_submit, scroll, "
           "performance, custom, goal, error, heartbeat) and/or one name, per day and per name."
-          + PERIOD_NOTE, CountArgs, CountResult,
+          + SUBSUMED + PERIOD_NOTE, CountArgs, CountResult,
           lambda site, period, a: traffic.count_events(site.id, period, a["limit"],
                                                          a.get("type"), a.get("name")),
           render_count),
@@ -95,18 +99,18 @@ TOOLS = [
           lambda site, period, a: traffic.overview(site.id, period), render_overview),
     _tool("get_top_pages", "Top pages",
           "The most viewed pages (URL path, without query string) with their page views and "
-          "visitors." + PERIOD_NOTE, ListArgs, PagesResult,
+          "visitors." + SUBSUMED + PERIOD_NOTE, ListArgs, PagesResult,
           lambda site, period, a: traffic.top_pages(site.id, period, a["limit"]),
           render_pages),
     _tool("get_top_sources", "Top traffic sources",
           "Where sessions come from, read from each session's first page view: the referrer "
           "host ('(direct)' for none or the site itself) and the UTM source (utm_source of the "
-          "page properties or URL)." + PERIOD_NOTE, ListArgs, SourcesResult,
+          "page properties or URL)." + SUBSUMED + PERIOD_NOTE, ListArgs, SourcesResult,
           lambda site, period, a: traffic.top_sources(site, period, a["limit"]),
           render_sources),
     _tool("get_goal_conversions", "Goal conversions",
           "Conversions per goal, converting sessions and conversion rate (converting sessions "
-          "/ sessions)." + PERIOD_NOTE, GoalArgs, GoalsResult,
+          "/ sessions)." + SUBSUMED + PERIOD_NOTE, GoalArgs, GoalsResult,
           lambda site, period, a: traffic.goal_conversions(site.id, period, a["limit"],
                                                              a.get("goal")),
           render_goals),

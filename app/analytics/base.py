@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from difflib import get_close_matches
 from functools import cached_property
+from time import monotonic
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -12,6 +13,7 @@ from peewee import (
     SQL,
     Case,
     Expression,
+    OperationalError,
     Select,
     Value,
     fn,
@@ -22,6 +24,8 @@ from app.db import is_postgres
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
+PG_QUERY_CANCELED = "57014"  # statement_timeout
+SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
 DEFAULT_DAYS = 30
 WORK_MEM = "64MB"
 PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
@@ -147,20 +151,53 @@ def compare_period(period: Period, compare: Any) -> Period:
                         "'year_over_year' or {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}.")
 
 
+class QueryTimeoutError(Exception):
+    """A read ran past its statement time limit and was stopped."""
+
+
 @contextmanager
-def reading() -> Iterator[None]:
+def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     """One read-only transaction per tool call, so its statements see one snapshot.
 
     On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
-    off disk, and no JIT (compiling costs more than these queries run). Peewee has no spelling
-    for SET, hence the three statements, PostgreSQL only.
+    off disk, no JIT (compiling costs more than these queries run) and, with `timeout_seconds`,
+    a statement_timeout. Peewee has no spelling for SET, hence the statements, PostgreSQL only.
+    SQLite gets the `matches` filters' REGEXP function (filters.sqlite_regexp) and the time
+    limit as a progress handler that interrupts a statement once the deadline has passed.
+    A statement stopped by the limit raises QueryTimeoutError.
     """
-    with database.atomic():
-        if is_postgres():
-            database.execute_sql("SET TRANSACTION READ ONLY")
-            database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
-            database.execute_sql("SET LOCAL jit = off")
-        yield
+    from app.analytics.filters import sqlite_regexp
+
+    try:
+        with database.atomic():
+            if is_postgres():
+                database.execute_sql("SET TRANSACTION READ ONLY")
+                database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
+                database.execute_sql("SET LOCAL jit = off")
+                if timeout_seconds:
+                    milliseconds = max(1, int(timeout_seconds * 1000))
+                    database.execute_sql(f"SET LOCAL statement_timeout = {milliseconds}")
+                yield
+                return
+            database.obj.register_function(sqlite_regexp, "regexp", 2, deterministic=True)
+            connection = database.connection()
+            if timeout_seconds:
+                deadline = monotonic() + timeout_seconds
+                connection.set_progress_handler(lambda: int(monotonic() > deadline),
+                                                SQLITE_PROGRESS_STEPS)
+            try:
+                yield
+            finally:
+                connection.set_progress_handler(None, 0)
+    except OperationalError as error:
+        if _is_timeout(error):
+            raise QueryTimeoutError(str(error)) from None
+        raise
+
+
+def _is_timeout(error: OperationalError) -> bool:
+    code = getattr(getattr(error, "orig", None), "pgcode", None)
+    return code == PG_QUERY_CANCELED or "interrupted" in str(error)
 
 
 def when(condition: Any, value: Any) -> Case:

@@ -65,8 +65,10 @@ class Dimension:
 
 
 def page(event: Any) -> ColumnBase:
-    """The page's path; rows stored before the `path` column derive it from page_url."""
-    return fn.COALESCE(event.path, url_path(event.page_url))
+    """The page's path; rows stored before the `path` column derive it from page_url (an
+    event without a page has none)."""
+    return fn.COALESCE(event.path, Case(None, [(event.page_url.is_null(False),
+                                                url_path(event.page_url))]))
 
 
 def hostname(event: Any) -> ColumnBase:

@@ -1,0 +1,420 @@
+"""The `query` compiler: metrics x dimensions x filters of the vocabulary into one SQL statement
+per figure set (rows, totals, a conversion denominator, a comparison period), on PostgreSQL
+and SQLite alike. Definitions: DESIGN.md, "The agent read surface", and app.analytics.vocabulary.
+
+The statement, as CTEs:
+  visits          one row per visit (a session id with a page view in the period): its visitor,
+                  weight, page views, bounce, duration and the visit:* columns the query uses,
+                  read from its first page view (last for exit_page); built only when needed.
+  selected        the selected events (filters hold) with their dimension values d0, d1, d2
+                  and their visit's columns.
+  per_visit       (dimensions, visit) pairs: a visit counts in a row when it has a selected event
+                  with the row's values; per_visitor likewise for visitor ids.
+  parts           event sums, visit sums and visitor sums per row, UNION ALL, summed per row.
+Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
+"""
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from peewee import JOIN, SQL, Case, Select, Value, fn
+
+from app.analytics.base import (
+    ArgumentError,
+    Period,
+    compare_period,
+    fetch,
+    is_sampled,
+    unknown,
+    when,
+)
+from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
+from app.analytics.vocabulary import (
+    LAST_PAGE_VIEW_COLUMNS,
+    RATES,
+    VISIT_COLUMNS,
+    Dimension,
+    Row,
+    dimension,
+    metric,
+    seconds_between,
+)
+from models import Event, Site
+
+INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
+MAX_METRICS, MAX_DIMENSIONS = 10, 3
+MAX_LIMIT, DEFAULT_LIMIT = 1000, 100
+ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut
+SUMS = ("events", "pageviews", "visits", "bounces", "views", "duration", "visitors")
+VISIT_METRICS = frozenset({"visitors", "visits", "bounce_rate", "views_per_visit",
+                           "visit_duration", "conversion_rate", "percentage"})
+GOAL = "event:goal"
+
+
+@dataclass(frozen=True)
+class Query:
+    metrics: tuple[str, ...]
+    dimensions: tuple[Dimension, ...]
+    filters: Filters
+    order_by: tuple[tuple[str, str], ...]
+    limit: int = DEFAULT_LIMIT
+    offset: int = 0
+    compare: Any = None
+
+
+# --- Arguments ---------------------------------------------------------------------------
+
+def _names(raw: Any, argument: str, least: int, most: int) -> list[Any]:
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not least <= len(raw) <= most:
+        raise ArgumentError(f"`{argument}` must be a list of {least} to {most} names.")
+    if len(set(map(str, raw))) != len(raw):
+        raise ArgumentError(f"`{argument}` names one of them twice.")
+    return raw
+
+
+def _integer(raw: Any, argument: str, low: int, high: int, default: int) -> int:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
+        raise ArgumentError(f"`{argument}` must be an integer from {low} to {high}.")
+    return raw
+
+
+def goal_leaf(filters: Filters) -> Leaf | None:
+    """The top-level `is` filter on event:goal, which conversion_rate can use."""
+    for node in filters:
+        if isinstance(node, Leaf) and node.op == "is" and node.dimension.name == GOAL:
+            return node
+    return None
+
+
+def parse_query(arguments: dict[str, Any]) -> Query:
+    """The validated query; an ArgumentError names the first bad argument."""
+    metrics = tuple(metric(name).name for name in
+                    _names(arguments.get("metrics"), "metrics", 1, MAX_METRICS))
+    dimensions = tuple(dimension(name) for name in
+                       _names(arguments.get("dimensions"), "dimensions", 0, MAX_DIMENSIONS))
+    filters = parse_filters(arguments.get("filters"))
+    if "percentage" in metrics and not dimensions:
+        raise ArgumentError("Metric 'percentage' needs a dimension: add one to `dimensions`.")
+    names = [d.name for d in dimensions]
+    if "conversion_rate" in metrics and GOAL not in names and goal_leaf(filters) is None:
+        raise ArgumentError("Metric 'conversion_rate' needs 'event:goal' in `dimensions` or "
+                            "an [\"is\", \"event:goal\", [...]] filter.")
+    order = arguments.get("order_by")
+    order_by = []
+    if order is not None:
+        if not isinstance(order, list):
+            raise ArgumentError('`order_by` must be a list of [name, "asc"|"desc"] pairs.')
+        for pair in order:
+            if not isinstance(pair, list) or len(pair) != 2 or pair[1] not in ("asc", "desc"):
+                raise ArgumentError(f'Invalid order_by {pair!r}: give [name, "asc"|"desc"].')
+            if pair[0] not in (*metrics, *names):
+                raise unknown("order_by name", pair[0], (*metrics, *names))
+            order_by.append((pair[0], pair[1]))
+    return Query(metrics, dimensions, filters, tuple(order_by),
+                 _integer(arguments.get("limit"), "limit", 1, MAX_LIMIT, DEFAULT_LIMIT),
+                 _integer(arguments.get("offset"), "offset", 0, 10**9, 0),
+                 arguments.get("compare"))
+
+
+# --- SQL -----------------------------------------------------------------------------------
+
+def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits") -> Any:
+    """One row per visit of `period`: session_id, visitor, w, pageviews, bounced, duration and
+    the visit:* `columns`, from the visit's first (exit_page: last) page view."""
+    is_view = Event.type == "pageview"
+    views_first = Case(None, [(is_view, 0)], 1)
+    first = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
+                                 order_by=[views_first, Event.occurred_at, Event.id])
+    last = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
+                                order_by=[views_first, Event.occurred_at.desc(),
+                                          Event.id.desc()])
+    wanted = sorted(columns)
+    ranked_columns = [VISIT_COLUMNS[column](Event).alias(column) for column in wanted]
+    if wanted:
+        ranked_columns.append(first.alias("first_rank"))
+    if LAST_PAGE_VIEW_COLUMNS & columns:
+        ranked_columns.append(last.alias("last_rank"))
+    ranked = (Event.select(Event.session_id.alias("session_id"),
+                           Event.anonymous_id.alias("visitor"), Event.weight.alias("w"),
+                           Event.type.alias("type"), Event.occurred_at.alias("at"),
+                           *ranked_columns)
+              .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
+                     & Event.session_id.is_null(False))
+              .cte(f"{name}_events"))
+    r = ranked.c
+    views = fn.SUM(when(r.type == "pageview", 1))
+    interactions = fn.SUM(when(r.type.in_(INTERACTIONS), 1))
+    attributes = [fn.MAX(Case(None, [((r.last_rank if column in LAST_PAGE_VIEW_COLUMNS
+                                       else r.first_rank) == 1, getattr(r, column))]))
+                  .alias(column) for column in wanted]
+    visits = (Select([ranked], [
+        r.session_id, fn.MAX(r.visitor).alias("visitor"), fn.MAX(r.w).alias("w"),
+        views.alias("pageviews"),
+        Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
+        seconds_between(fn.MIN(r.at), fn.MAX(r.at)).alias("duration"), *attributes])
+        .group_by(r.session_id).having(views > 0).cte(name))
+    return ranked, visits
+
+
+def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
+    """The session ids of the visits of `period` whose visit:* values satisfy `filters`
+    (visit filters only, as parse_filters(..., visit_only=True) gives)."""
+    ranked, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
+    condition = compile_filters(filters, Row(None, visits.c, period))
+    query = Select([visits], [visits.c.session_id]).with_cte(ranked, visits)
+    return query.where(condition) if condition is not None else query
+
+
+def _visit_columns(dimensions: tuple[Dimension, ...], filters: Filters) -> set[str]:
+    used = [*dimensions, *(leaf.dimension for leaf in leaves(filters))]
+    return {d.name.split(":", 1)[1] for d in used if d.kind == "visit"}
+
+
+def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+               filters_keep: Any = None) -> Select:
+    """Per row of `dimensions`: the SUMS, `sampled` and `total_rows`."""
+    filters = query.filters
+    needs_visits = bool(VISIT_METRICS & set(query.metrics)) or "visit" in kinds(filters) \
+        or any(d.kind == "visit" for d in dimensions)
+    ctes: list[Any] = []
+    visits = None
+    if needs_visits:
+        ranked, visits = visits_cte(site, period, _visit_columns(dimensions, filters))
+        ctes += [ranked, visits]
+    row = Row(Event, visits.c if visits is not None else None, period)
+    where = (Event.site_id == site.id) & period.covers(Event.occurred_at)
+    condition = compile_filters(filters, row, *([filters_keep] if filters_keep else []))
+    if condition is not None:
+        where &= condition
+    if "visit" in kinds(filters) or any(d.kind == "visit" for d in dimensions):
+        where &= visits.c.session_id.is_null(False)  # visit:* selects visits' events only
+    if any(d.name == GOAL for d in dimensions):  # its rows are the goals, no null row
+        where &= Event.type == "goal"
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    visit_columns = [] if visits is None else [
+        visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
+        visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
+        visits.c.pageviews.alias("vpv"), visits.c.duration.alias("vdur")]
+    selected = Event.select(*[d.sql(row).alias(key) for d, key in zip(dimensions, keys,
+                                                                       strict=True)],
+                            Event.type.alias("type"), Event.weight.alias("w"), *visit_columns)
+    if visits is not None:
+        selected = selected.join(visits, JOIN.LEFT_OUTER,
+                                 on=(visits.c.session_id == Event.session_id))
+    selected = selected.where(where).cte("selected")
+    ctes.append(selected)
+    s = selected.c
+
+    def part(source: Any, sums: dict[str, Any], sampled: Any) -> Select:
+        c = source.c
+        columns = [getattr(c, key) for key in keys]
+        values = [sums.get(name, Value(0)).alias(name) for name in SUMS]
+        found = Select([source], [*columns, *values, sampled.alias("sampled")])
+        return found.group_by(*columns) if columns else found
+
+    parts = part(selected, {"events": fn.SUM(s.w), "pageviews": fn.SUM(when(
+        s.type == "pageview", s.w))}, fn.MAX(is_sampled(s.w)))
+    if visits is not None:
+        per_visit = (Select([selected], [*[getattr(s, key) for key in keys], s.vid,
+                                         fn.MAX(s.vw).alias("w"),
+                                         fn.MAX(s.visitor).alias("visitor"),
+                                         fn.MAX(s.bounced).alias("bounced"),
+                                         fn.MAX(s.vpv).alias("vpv"),
+                                         fn.MAX(s.vdur).alias("vdur")])
+                     .where(s.vid.is_null(False))
+                     .group_by(*[getattr(s, key) for key in keys], s.vid).cte("per_visit"))
+        v = per_visit.c
+        per_visitor = (Select([per_visit], [*[getattr(v, key) for key in keys], v.visitor,
+                                            fn.MAX(v.w).alias("w")])
+                       .where(v.visitor.is_null(False))
+                       .group_by(*[getattr(v, key) for key in keys], v.visitor)
+                       .cte("per_visitor"))
+        ctes += [per_visit, per_visitor]
+        parts = (parts
+                 + part(per_visit, {"visits": fn.SUM(v.w), "bounces": fn.SUM(v.bounced * v.w),
+                                    "views": fn.SUM(v.vpv * v.w),
+                                    "duration": fn.SUM(v.vdur * v.w)},
+                        fn.MAX(is_sampled(v.w)))
+                 + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
+    combined = parts.cte("parts")
+    ctes.append(combined)
+    c = combined.c
+    columns = [getattr(c, key).alias(key) for key in keys]
+    final = Select([combined], [*columns, *[fn.SUM(getattr(c, name)).alias(name)
+                                            for name in SUMS],
+                                fn.MAX(c.sampled).alias("sampled"),
+                                fn.COUNT(SQL("*")).over().alias("total_rows")])
+    if keys:
+        final = final.group_by(*[getattr(c, key) for key in keys]).order_by(
+            fn.SUM(c.events).desc()).limit(ROW_CAP)
+    return final.with_cte(*ctes)
+
+
+# --- Figures -------------------------------------------------------------------------------
+
+def _ratio(part: float, whole: float, scale: float, digits: int) -> float | None:
+    return round(part / whole * scale, digits) if whole else None
+
+
+def _figures(sums: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of one row from its sums (percentage and conversion_rate added later)."""
+    s = {name: float(sums.get(name) or 0) for name in SUMS}
+    duration = _ratio(s["duration"], s["visits"], 1, 0)
+    return {"visitors": round(s["visitors"]), "visits": round(s["visits"]),
+            "pageviews": round(s["pageviews"]), "events": round(s["events"]),
+            "bounce_rate": _ratio(s["bounces"], s["visits"], 100, 1),
+            "views_per_visit": _ratio(s["views"], s["visits"], 1, 2),
+            "visit_duration": None if duration is None else int(duration),
+            "_visits": s["visits"], "_visitors": s["visitors"]}
+
+
+@dataclass(frozen=True)
+class Figures:
+    rows: list[dict[str, Any]]  # {"key": tuple, **metric values}
+    totals: dict[str, Any]
+    total_rows: int
+    estimated: bool
+    capped: bool
+
+
+def _read(site: Site, period: Period, query: Query) -> Figures:
+    dims = query.dimensions
+    found = fetch(_statement(site, period, query, dims))
+    keys = [f"d{index}" for index in range(len(dims))]
+    rows = [{"key": tuple(row[key] for key in keys), **_figures(row)} for row in found]
+    total = fetch(_statement(site, period, query, ()))[0] if dims else found[0] if found \
+        else {}
+    totals = _figures(total)
+    estimated = bool(total.get("sampled")) or any(row.get("sampled") for row in found)
+    total_rows = int(found[0]["total_rows"]) if found and dims else len(rows)
+    if "conversion_rate" in query.metrics:
+        _conversion(site, period, query, rows, totals)
+    if "percentage" in query.metrics:
+        for row in rows:
+            row["percentage"] = _ratio(row["_visitors"], totals["_visitors"], 100, 1)
+    totals["percentage"] = None
+    return Figures(rows, totals, total_rows, estimated, total_rows > len(rows))
+
+
+def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, Any]],
+                totals: dict[str, Any]) -> None:
+    """conversion_rate: the row's visits over the visits counted without the goal condition
+    (the event:goal dimension, or the `is` filter on it)."""
+    names = [d.name for d in query.dimensions]
+    if GOAL in names:
+        at = names.index(GOAL)
+        others = tuple(d for d in query.dimensions if d.name != GOAL)
+        base = fetch(_statement(site, period, query, others))
+        keys = [f"d{index}" for index in range(len(others))]
+        bases = {tuple(row[key] for key in keys): float(row["visits"] or 0) for row in base}
+        for row in rows:
+            rest = row["key"][:at] + row["key"][at + 1:]
+            row["conversion_rate"] = _ratio(row["_visits"], bases.get(rest, 0), 100, 1)
+        totals["conversion_rate"] = None
+        return
+    leaf = goal_leaf(query.filters)
+
+    def keep(candidate: Leaf) -> bool:
+        return candidate is not leaf
+
+    base = fetch(_statement(site, period, query, query.dimensions, keep))
+    keys = [f"d{index}" for index in range(len(query.dimensions))]
+    bases = {tuple(row[key] for key in keys): float(row["visits"] or 0) for row in base}
+    for row in rows:
+        row["conversion_rate"] = _ratio(row["_visits"], bases.get(row["key"], 0), 100, 1)
+    whole = fetch(_statement(site, period, query, (), keep))[0] if query.dimensions else None
+    base_total = float(whole["visits"] or 0) if whole else sum(bases.values())
+    totals["conversion_rate"] = _ratio(totals["_visits"], base_total, 100, 1)
+
+
+def _sort_key(value: Any, descending: bool) -> tuple[bool, Any]:
+    """Nulls last in either direction."""
+    if value is None:
+        return (not descending, "")
+    return (descending, value)
+
+
+def _ordered(query: Query, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    names = [d.name for d in query.dimensions]
+    order = list(query.order_by) or (
+        [(name, "asc") for name in names if name.startswith("time:")]
+        or [(query.metrics[0], "desc")])
+    for name in names:  # ties in dimension order, deterministic
+        if name not in [n for n, _ in order]:
+            order.append((name, "asc"))
+    for name, direction in reversed(order):
+        if name in names:
+            index = names.index(name)
+            value = lambda row, i=index: row["key"][i]  # noqa: E731
+        else:
+            value = lambda row, n=name: row[n]  # noqa: E731
+        descending = direction == "desc"
+        rows.sort(key=lambda row, v=value, d=descending: _sort_key(v(row), d),
+                  reverse=descending)
+    return rows
+
+
+def _change(name: str, current: Any, before: Any) -> float | None:
+    if current is None or before is None:
+        return None
+    if name in RATES:
+        return round(current - before, 1)
+    return round((current - before) / before * 100, 1) if before else None
+
+
+def _shift(value: Any, name: str, days: int, months: int) -> Any:
+    """A comparison period's time bucket moved onto the queried period's, so rows match."""
+    if value is None or not name.startswith("time:"):
+        return value
+    if name == "time:month":
+        year, month = map(int, value.split("-"))
+        index = year * 12 + month - 1 + months
+        return f"{index // 12:04d}-{index % 12 + 1:02d}"
+    moved = date.fromisoformat(value[:10]) + timedelta(days=days)
+    if name == "time:week":
+        moved -= timedelta(days=moved.weekday())
+    return moved.isoformat() + value[10:]
+
+
+def run_query(site: Site, period: Period, query: Query) -> dict[str, Any]:
+    """The `query` tool's result (without site/from/to/timezone, which the tool adds)."""
+    other = compare_period(period, query.compare) if query.compare is not None else None
+    main = _read(site, period, query)
+    ordered = _ordered(query, main.rows)
+    page = ordered[query.offset:query.offset + query.limit]
+    results = [{"dimensions": list(row["key"]),
+                 "metrics": [row[name] for name in query.metrics]} for row in page]
+    warnings = []
+    if main.capped:
+        warnings.append(f"Only the {ROW_CAP:,} rows with the most events were ranked; narrow "
+                        "the query (filters, fewer dimensions) for the rest.")
+    answer: dict[str, Any] = {
+        "metrics": list(query.metrics), "dimensions": [d.name for d in query.dimensions],
+        "results": results, "totals": [main.totals.get(name) for name in query.metrics],
+        "total_rows": main.total_rows, "estimated": main.estimated, "warnings": warnings}
+    if other is None:
+        return answer
+    before = _read(site, other, query)
+    days = (period.first - other.first).days
+    months = (period.first.year - other.first.year) * 12 + period.first.month \
+        - other.first.month
+    names = [d.name for d in query.dimensions]
+    earlier = {tuple(_shift(value, name, days, months) for value, name in
+                     zip(row["key"], names, strict=True)): row for row in before.rows}
+    for result, row in zip(results, page, strict=True):
+        then = earlier.get(row["key"], {})
+        values = [then.get(name, 0 if name not in RATES | {"views_per_visit",
+                                                            "visit_duration", "percentage"}
+                           else None) for name in query.metrics]
+        result["comparison"] = {"metrics": values, "change": [
+            _change(name, now, was) for name, now, was in
+            zip(query.metrics, result["metrics"], values, strict=True)]}
+    answer["comparison"] = {"from": other.first.isoformat(), "to": other.last.isoformat(),
+                            "totals": [before.totals.get(name) for name in query.metrics]}
+    answer["estimated"] = main.estimated or before.estimated
+    return answer
+
