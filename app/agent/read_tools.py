@@ -198,7 +198,8 @@ DESCRIBE = _tool(
     "with their visitors.",
     {"dimension": {"type": "string", "description": "List this dimension's values."},
      "search": {"type": "string", "description": "Only values containing this (any case)."},
-     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+     "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
+               "default": describe.DEFAULT_VALUES}},
     [],
     {"metrics": {"type": "object"}, "dimensions": {"type": "object"}},
     _run_describe, render_describe)

@@ -1,4 +1,5 @@
 """What every query shares: the period, one read snapshot, weighted counts, the ranking engine."""
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -151,6 +152,11 @@ def compare_period(period: Period, compare: Any) -> Period:
                         "'year_over_year' or {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}.")
 
 
+def sqlite_regexp(regex: str, value: Any) -> bool:
+    """SQLite's `value REGEXP regex` (SQLite has the operator but no function behind it)."""
+    return value is not None and re.search(regex, str(value)) is not None
+
+
 class QueryTimeoutError(Exception):
     """A read ran past its statement time limit and was stopped."""
 
@@ -162,12 +168,10 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
     off disk, no JIT (compiling costs more than these queries run) and, with `timeout_seconds`,
     a statement_timeout. Peewee has no spelling for SET, hence the statements, PostgreSQL only.
-    SQLite gets the `matches` filters' REGEXP function (filters.sqlite_regexp) and the time
+    SQLite gets the `matches` filters' REGEXP function (sqlite_regexp) and the time
     limit as a progress handler that interrupts a statement once the deadline has passed.
     A statement stopped by the limit raises QueryTimeoutError.
     """
-    from app.analytics.filters import sqlite_regexp
-
     try:
         with database.atomic():
             if is_postgres():

@@ -7,8 +7,9 @@ from the vocabulary; values are always bound parameters, never SQL text.
 `matches` patterns (`*` any run of characters but `/`, `**` any run, the whole value) become an
 anchored regular expression in the common subset of Python's `re` and PostgreSQL's ARE
 (literals escaped, `[^/]*`, `.*`, a leading `(?i)`): PostgreSQL applies it with `~`, SQLite (no
-REGEXP of its own) with a Python function registered on its connections (base.reading). LIKE was
-the alternative, but it cannot say "no `/`" without a second condition per `*`.
+REGEXP of its own) with a Python function registered on its connections
+(base.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
+condition per `*`.
 """
 import re
 from collections.abc import Callable
@@ -148,11 +149,6 @@ def pattern_regex(pattern: str) -> str:
 def regexp(column: Any, regex: str, case_sensitive: bool = True) -> Expression:
     """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (base.reading registers it)."""
     return column.regexp(regex if case_sensitive else "(?i)" + regex)
-
-
-def sqlite_regexp(regex: str, value: Any) -> bool:
-    """SQLite's `value REGEXP regex`."""
-    return value is not None and re.search(regex, str(value)) is not None
 
 
 def _position(text: Any, needle: str) -> ColumnBase:
