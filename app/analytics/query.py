@@ -190,10 +190,8 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     condition = compile_filters(filters, row, *([filters_keep] if filters_keep else []))
     if condition is not None:
         where &= condition
-    if "visit" in kinds(filters) or any(d.kind == "visit" for d in dimensions):
+    if "visit" in kinds(filters):
         where &= visits.c.session_id.is_null(False)  # visit:* selects visits' events only
-    if any(d.name == GOAL for d in dimensions):  # its rows are the goals, no null row
-        where &= Event.type == "goal"
     keys = [f"d{index}" for index in range(len(dimensions))]
     visit_columns = [] if visits is None else [
         visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
@@ -209,49 +207,75 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     ctes.append(selected)
     s = selected.c
 
-    def part(source: Any, sums: dict[str, Any], sampled: Any) -> Select:
-        c = source.c
-        columns = [getattr(c, key) for key in keys]
-        values = [sums.get(name, Value(0)).alias(name) for name in SUMS]
-        found = Select([source], [*columns, *values, sampled.alias("sampled")])
-        return found.group_by(*columns) if columns else found
+    def branch(grand: int) -> Any:
+        """The sums per row of the dimensions (grand 0) or over everything (grand 1, the
+        totals), from the same `selected` rows, so one statement reads the table once."""
+        names = keys if grand == 0 else []
+        suffix = "_rows" if grand == 0 else "_all"
+        # event:goal rows are the goals: no row for the events that are not one
+        # and a visit:* dimension splits visits: events outside any visit are in no row
+        in_rows: Any = True
+        for key, d in zip(keys, dimensions, strict=True):
+            if grand == 0 and d.name == GOAL:
+                in_rows &= getattr(s, key).is_null(False)
+            if grand == 0 and d.kind == "visit":
+                in_rows &= s.vid.is_null(False)
 
-    parts = part(selected, {"events": fn.SUM(s.w), "pageviews": fn.SUM(when(
-        s.type == "pageview", s.w))}, fn.MAX(is_sampled(s.w)))
-    if visits is not None:
-        per_visit = (Select([selected], [*[getattr(s, key) for key in keys], s.vid,
+        def part(source: Any, sums: dict[str, Any], sampled: Any, where: Any = True) -> Select:
+            c = source.c
+            columns = [getattr(c, key) for key in names]
+            found = Select([source], [
+                Value(grand).alias("grand"),
+                *(columns or [Value(None).alias(key) for key in keys]),
+                *[sums.get(name, Value(0)).alias(name) for name in SUMS],
+                sampled.alias("sampled")]).where(where)
+            return found.group_by(*columns) if columns else found
+
+        parts = part(selected, {"events": fn.SUM(s.w), "pageviews": fn.SUM(when(
+            s.type == "pageview", s.w))}, fn.MAX(is_sampled(s.w)), in_rows)
+        if visits is None:
+            return parts
+        per_visit = (Select([selected], [*[getattr(s, key) for key in names], s.vid,
                                          fn.MAX(s.vw).alias("w"),
                                          fn.MAX(s.visitor).alias("visitor"),
                                          fn.MAX(s.bounced).alias("bounced"),
                                          fn.MAX(s.vpv).alias("vpv"),
                                          fn.MAX(s.vdur).alias("vdur")])
-                     .where(s.vid.is_null(False))
-                     .group_by(*[getattr(s, key) for key in keys], s.vid).cte("per_visit"))
+                     .where(s.vid.is_null(False) & in_rows)
+                     .group_by(*[getattr(s, key) for key in names], s.vid)
+                     .cte("per_visit" + suffix))
         v = per_visit.c
-        per_visitor = (Select([per_visit], [*[getattr(v, key) for key in keys], v.visitor,
+        per_visitor = (Select([per_visit], [*[getattr(v, key) for key in names], v.visitor,
                                             fn.MAX(v.w).alias("w")])
                        .where(v.visitor.is_null(False))
-                       .group_by(*[getattr(v, key) for key in keys], v.visitor)
-                       .cte("per_visitor"))
-        ctes += [per_visit, per_visitor]
-        parts = (parts
-                 + part(per_visit, {"visits": fn.SUM(v.w), "bounces": fn.SUM(v.bounced * v.w),
-                                    "views": fn.SUM(v.vpv * v.w),
-                                    "duration": fn.SUM(v.vdur * v.w)},
-                        fn.MAX(is_sampled(v.w)))
-                 + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
-    combined = parts.cte("parts")
+                       .group_by(*[getattr(v, key) for key in names], v.visitor)
+                       .cte("per_visitor" + suffix))
+        ctes.extend([per_visit, per_visitor])
+        return (parts
+                + part(per_visit, {"visits": fn.SUM(v.w), "bounces": fn.SUM(v.bounced * v.w),
+                                   "views": fn.SUM(v.vpv * v.w),
+                                   "duration": fn.SUM(v.vdur * v.w)}, fn.MAX(is_sampled(v.w)))
+                + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
+
+    combined = (branch(0) + branch(1) if keys else branch(1)).cte("parts")
     ctes.append(combined)
     c = combined.c
-    columns = [getattr(c, key).alias(key) for key in keys]
-    final = Select([combined], [*columns, *[fn.SUM(getattr(c, name)).alias(name)
-                                            for name in SUMS],
-                                fn.MAX(c.sampled).alias("sampled"),
-                                fn.COUNT(SQL("*")).over().alias("total_rows")])
-    if keys:
-        final = final.group_by(*[getattr(c, key) for key in keys]).order_by(
-            fn.SUM(c.events).desc()).limit(ROW_CAP)
+    groups = [c.grand, *[getattr(c, key) for key in keys]]
+    final = (Select([combined], [c.grand, *[getattr(c, key).alias(key) for key in keys],
+                                 *[fn.SUM(getattr(c, name)).alias(name) for name in SUMS],
+                                 fn.MAX(c.sampled).alias("sampled"),
+                                 fn.COUNT(SQL("*")).over(partition_by=[c.grand])
+                                 .alias("total_rows")])
+             .group_by(*groups).order_by(c.grand.desc(), fn.SUM(c.events).desc())
+             .limit(ROW_CAP + 1))
     return final.with_cte(*ctes)
+
+
+def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+                 filters_keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(rows by the dimensions, the totals row), from one statement."""
+    found = fetch(_statement(site, period, query, dimensions, filters_keep))
+    return [row for row in found if row["grand"] == 0], found[0]
 
 
 # --- Figures -------------------------------------------------------------------------------
@@ -281,16 +305,19 @@ class Figures:
     capped: bool
 
 
+def _keyed(rows: list[dict[str, Any]], count: int) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return {tuple(row[f"d{index}"] for index in range(count)): row for row in rows}
+
+
 def _read(site: Site, period: Period, query: Query) -> Figures:
     dims = query.dimensions
-    found = fetch(_statement(site, period, query, dims))
-    keys = [f"d{index}" for index in range(len(dims))]
-    rows = [{"key": tuple(row[key] for key in keys), **_figures(row)} for row in found]
-    total = fetch(_statement(site, period, query, ()))[0] if dims else found[0] if found \
-        else {}
+    found, total = _figure_rows(site, period, query, dims)
+    if not dims:
+        found = [total]
+    rows = [{"key": key, **_figures(row)} for key, row in _keyed(found, len(dims)).items()]
     totals = _figures(total)
-    estimated = bool(total.get("sampled")) or any(row.get("sampled") for row in found)
-    total_rows = int(found[0]["total_rows"]) if found and dims else len(rows)
+    estimated = bool(total["sampled"])
+    total_rows = int(found[0]["total_rows"]) if found else 0
     if "conversion_rate" in query.metrics:
         _conversion(site, period, query, rows, totals)
     if "percentage" in query.metrics:
@@ -308,12 +335,12 @@ def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, A
     if GOAL in names:
         at = names.index(GOAL)
         others = tuple(d for d in query.dimensions if d.name != GOAL)
-        base = fetch(_statement(site, period, query, others))
-        keys = [f"d{index}" for index in range(len(others))]
-        bases = {tuple(row[key] for key in keys): float(row["visits"] or 0) for row in base}
+        base, whole = _figure_rows(site, period, query, others)
+        bases = _keyed(base if others else [whole], len(others))
         for row in rows:
             rest = row["key"][:at] + row["key"][at + 1:]
-            row["conversion_rate"] = _ratio(row["_visits"], bases.get(rest, 0), 100, 1)
+            row["conversion_rate"] = _ratio(row["_visits"],
+                                            float(bases.get(rest, {}).get("visits") or 0), 100, 1)
         totals["conversion_rate"] = None
         return
     leaf = goal_leaf(query.filters)
@@ -321,14 +348,13 @@ def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, A
     def keep(candidate: Leaf) -> bool:
         return candidate is not leaf
 
-    base = fetch(_statement(site, period, query, query.dimensions, keep))
-    keys = [f"d{index}" for index in range(len(query.dimensions))]
-    bases = {tuple(row[key] for key in keys): float(row["visits"] or 0) for row in base}
+    base, whole = _figure_rows(site, period, query, query.dimensions, keep)
+    bases = _keyed(base if query.dimensions else [whole], len(query.dimensions))
     for row in rows:
-        row["conversion_rate"] = _ratio(row["_visits"], bases.get(row["key"], 0), 100, 1)
-    whole = fetch(_statement(site, period, query, (), keep))[0] if query.dimensions else None
-    base_total = float(whole["visits"] or 0) if whole else sum(bases.values())
-    totals["conversion_rate"] = _ratio(totals["_visits"], base_total, 100, 1)
+        row["conversion_rate"] = _ratio(row["_visits"],
+                                        float(bases.get(row["key"], {}).get("visits") or 0),
+                                        100, 1)
+    totals["conversion_rate"] = _ratio(totals["_visits"], float(whole["visits"] or 0), 100, 1)
 
 
 def _sort_key(value: Any, descending: bool) -> tuple[bool, Any]:
