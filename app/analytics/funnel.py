@@ -14,22 +14,23 @@ Definitions (docs/AGENTS.md repeats them for agents):
   event that matches two consecutive steps satisfies both).
 - `visit:*` filters select visits, as in `query`; for the visitor unit only the events of its
   selected visits count then.
-- Weighted: a unit weighs the largest sampling weight of its matching events (sampling keeps or
+- Weighted: a unit weighs the largest sampling weight of its step-1 events (sampling keeps or
   drops whole sessions); counts are rounded; `estimated` when a counted unit weighs other than 1.
 - `conversion_rate`: % of step 1's count; `step_conversion_rate`: % of the step before's count;
   both from the counts shown, 1 decimal, null when the base is 0. `dropoff`: the step before's
   count minus this one's. Step 1 has no step before: its `step_conversion_rate` and `dropoff`
   are null (its `conversion_rate` is 100.0, or null when nobody reached it).
 
-One SQL statement: the period's events that match any step (with a flag per step), then one CTE
-per step holding each unit that reached it and when; no recursion, no rows in Python.
+One SQL statement, no recursion, no rows in Python: per step, its matching events (each an
+index range of migration 0009b's indexes, read without touching the table on PostgreSQL), and a
+CTE of the units that reached it and when, from the step before's.
 """
 from datetime import timedelta
 from typing import Any
 
 from peewee import (
     CTE,
-    Case,
+    SQL,
     Expression,
     Select,
     Value,
@@ -121,19 +122,41 @@ def validate(steps: Any, unit: Any = "visit",
     return [_checked_step(index, step) for index, step in enumerate(steps)]
 
 
-def _path_is(path: Any, pattern: str) -> Expression:
-    """`query`'s `matches` for a pattern with `*`, equality for a plain path."""
-    if "*" in pattern:
-        return regexp(path, pattern_regex(pattern))
-    return path == pattern
+def _starts_with(column: Any, prefix: str) -> Expression:
+    """`column` starts with `prefix`, as a byte range an index can read: PostgreSQL's
+    text_pattern_ops operators (whatever the database's collation), SQLite's binary order."""
+    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    if is_postgres():
+        return Expression(column, "~>=~", prefix) & Expression(column, "~<~", after)
+    return (column >= prefix) & (column < after)
 
 
-def _step_condition(step: dict[str, str]) -> Expression:
-    kind = next(kind for kind in STEP_KINDS if kind in step)
-    is_type = Event.type == EVENT_TYPE[kind]
-    if kind == "page":
-        return is_type & _path_is(page(Event), step[kind])
-    return is_type & (Event.name == step[kind])
+def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
+    """Page views of `pattern`: (on rows with the `path` column, on older rows without it).
+
+    The first reads an index range of event_page_steps (migration 0009b, `text_pattern_ops`):
+    equality; a prefix range for `/prefix/**` (no regular expression to run per row); else
+    `query`'s `matches`, whose literal prefix PostgreSQL turns into the range. The second
+    derives the path from page_url (vocabulary.page), so it reads the rows, but only old ones
+    (their path IS NULL)."""
+    if "*" not in pattern:
+        return Event.path == pattern, page(Event) == pattern
+    head = pattern.removesuffix("**")
+    if "*" not in head:  # a page step starts with "/": `head` is never empty
+        return _starts_with(Event.path, head), _starts_with(page(Event), head)
+    regex = pattern_regex(pattern)
+    return regexp(Event.path, regex), regexp(page(Event), regex)
+
+
+def _step_events(step: dict[str, str]) -> list[Expression]:
+    """Conditions whose events, together, are the step's matching events; each one index
+    range (event_page_steps, event_named_steps)."""
+    if "page" in step:
+        on_path, on_url = _page_conditions(step["page"])
+        is_view = Event.type == "pageview"
+        return [is_view & on_path, is_view & Event.path.is_null() & on_url]
+    kind = "goal" if "goal" in step else "event"
+    return [(Event.type == EVENT_TYPE[kind]) & (Event.name == step[kind])]
 
 
 def _window_end(start: Any, hours: int) -> Any:
@@ -143,14 +166,14 @@ def _window_end(start: Any, hours: int) -> Any:
     return fn.strftime("%Y-%m-%d %H:%M:%f", start, f"+{hours} hours")
 
 
-def _reached(matches: CTE, before: CTE, step: int, windowed: bool) -> CTE:
-    """Each unit of `before` that has a step-`step` event at or after it reached `before`'s
-    step (within its window), with the earliest such time."""
-    m, p = matches.c, before.c
-    on = (m.unit == p.unit) & (getattr(m, f"s{step}") == 1) & (m.at >= p.at)
+def _reached(events: Any, before: CTE, step: int, windowed: bool) -> CTE:
+    """Each unit of `before` that has one of the step's `events` at or after it reached
+    `before`'s step (within its window), with the earliest such time."""
+    m, p = events.c, before.c
+    on = (m.unit == p.unit) & (m.at >= p.at)
     if windowed:
         on &= m.at <= p.deadline
-    return (Select([before.join(matches, on=on)],
+    return (Select([before.join(events, on=on)],
                    [p.unit, fn.MIN(m.at).alias("at"), p.deadline, p.w])
             .group_by(p.unit, p.deadline, p.w).cte(f"step{step}"))
 
@@ -162,24 +185,24 @@ def _visits(site: Site, period: Period, units: Any) -> Select:
                    & (Event.type == "pageview") & Event.session_id.in_(units)))
 
 
-def _matches(site: Site, period: Period, steps: list[dict[str, str]], unit: str,
-             filters: Filters) -> CTE:
-    """The period's events that match any step: unit, at, w and a 0/1 flag s<k> per step.
-    With filters, only the events of the visits they select."""
+def _events(site: Site, period: Period, step: dict[str, str], index: int, unit: str,
+            filters: Filters) -> Any:
+    """The period's events matching `step` (unit, at, w) as a subquery: a UNION ALL branch
+    per condition, so that each reads its own index range, and one subquery per step, which
+    the database inlines where it is read (no intermediate table). With filters, only the
+    events of the visits they select."""
     unit_column = Event.session_id if unit == "visit" else Event.anonymous_id
-    conditions = [_step_condition(step) for step in steps]
-    any_step = conditions[0]
-    for condition in conditions[1:]:
-        any_step |= condition
-    where = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
-             & unit_column.is_null(False) & any_step)
+    where = (Event.site_id == site.id) & period.covers(Event.occurred_at) \
+        & unit_column.is_null(False)
     if filters:
         where &= Event.session_id.in_(matching_sessions(site, period, filters))
-    return (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
-                         Event.weight.alias("w"),
-                         *[Case(None, [(condition, 1)], 0).alias(f"s{index}")
-                           for index, condition in enumerate(conditions)])
-            .where(where).cte("matches"))
+    branches = [Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
+                             Event.weight.alias("w")).where(where & condition)
+                for condition in _step_events(step)]
+    union = branches[0]
+    for branch in branches[1:]:
+        union += branch
+    return union.alias(f"events{index}")
 
 
 def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = "visit",
@@ -189,28 +212,29 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
     "window_hours" (null for visits), "steps": [{"label", "count", "conversion_rate",
     "step_conversion_rate", "dropoff"}], "estimated"}. Call it within base.reading() (SQLite's
     REGEXP for page patterns)."""
-    matches = _matches(site, period, steps, unit, filters)
-    m = matches.c
+    events = [_events(site, period, step, index, unit, filters)
+              for index, step in enumerate(steps)]
+    m = events[0].c
     windowed = unit == "visitor"
-    first_at = fn.MIN(Case(None, [(m.s0 == 1, m.at)]))
-    first = (Select([matches], [m.unit, first_at.alias("at"),
-                                (_window_end(first_at, window_hours) if windowed
-                                 else Value(None)).alias("deadline"),
-                                fn.MAX(m.w).alias("w")])
-             .group_by(m.unit).having(first_at.is_null(False)))
+    first_at = fn.MIN(m.at)
+    first = (Select([events[0]], [m.unit, first_at.alias("at"),
+                                  (_window_end(first_at, window_hours) if windowed
+                                   else Value(None)).alias("deadline"),
+                                  fn.MAX(m.w).alias("w")])
+             .group_by(m.unit))
     if unit == "visit" and not filters and "page" not in steps[0]:
         # A page step 1 proves a page view, and filtered visits have one; else check.
-        first = first.where(m.unit.in_(_visits(site, period, Select([matches], [m.unit])
-                                                .where(m.s0 == 1))))
+        first = first.having(m.unit.in_(_visits(site, period, Select(
+            [_events(site, period, steps[0], 0, unit, filters)], [SQL("unit")]))))
     reached = [first.cte("step0")]
     for index in range(1, len(steps)):
-        reached.append(_reached(matches, reached[-1], index, windowed))
+        reached.append(_reached(events[index], reached[-1], index, windowed))
     base = reached[0].c
     totals = fetch(Select([reached[0]], [
         fn.SUM(base.w).alias("c0"), fn.MAX(is_sampled(base.w)).alias("sampled"),
         *[Select([cte], [fn.SUM(cte.c.w)]).alias(f"c{index}")
           for index, cte in enumerate(reached) if index],
-    ]).with_cte(matches, *reached))[0]
+    ]).with_cte(*reached))[0]
     counts = [as_count(totals[f"c{index}"]) for index in range(len(steps))]
     return {
         "unit": unit,
