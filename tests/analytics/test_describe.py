@@ -60,14 +60,11 @@ def test_what_the_site_has(events):
     assert found["goals"] == [{"name": "Signup", "count": 11}, {"name": "Trial", "count": 1}]
     assert found["custom_events"] == [{"name": "Download", "count": 11},
                                       {"name": "Share", "count": 1}]
-    # file: Download 1 + 10 = 11; plan: Signup, Download, Trial = 3; then 1 each, by key.
+    # Keys of goals and custom events: file on Download; plan on Download, Signup and Trial.
     assert found["properties"] == [
-        {"key": "file", "count": 11, "event_names": ["Download"], "event_types": ["custom"]},
-        {"key": "plan", "count": 3, "event_names": ["Download", "Signup", "Trial"],
+        {"key": "file", "event_names": ["Download"], "event_types": ["custom"]},
+        {"key": "plan", "event_names": ["Download", "Signup", "Trial"],
          "event_types": ["custom", "goal"]},
-        {"key": "depth", "count": 1, "event_names": [], "event_types": ["scroll"]},
-        {"key": "element", "count": 1, "event_names": [], "event_types": ["click"]},
-        {"key": "utm_source", "count": 1, "event_names": [], "event_types": ["pageview"]},
     ]
     assert found["first_event"] == "2026-02-28T23:30:00Z"
     assert found["last_event"] == "2026-03-20T12:05:00Z"
@@ -75,6 +72,16 @@ def test_what_the_site_has(events):
     assert found["metrics"] == vocabulary.describe()["metrics"]
     assert found["dimensions"] == vocabulary.describe()["dimensions"]
     assert "values" not in found
+
+
+def test_property_keys_of_each_names_latest_events(events, monkeypatch):
+    monkeypatch.setattr(describe, "LATEST_PER_NAME", 1)
+    # The latest Download (12 March, s2) has `file` only; the latest Signup (s2) has no
+    # properties; Trial's only event has `plan`.
+    assert describe.describe(events, BERLIN_MARCH)["properties"] == [
+        {"key": "file", "event_names": ["Download"], "event_types": ["custom"]},
+        {"key": "plan", "event_names": ["Trial"], "event_types": ["goal"]},
+    ]
 
 
 def test_an_empty_period(events):
