@@ -122,50 +122,55 @@ def parse_query(arguments: dict[str, Any]) -> Query:
 
 # --- SQL -----------------------------------------------------------------------------------
 
-def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits") -> Any:
-    """One row per visit of `period`: session_id, visitor, w, pageviews, bounced, duration and
-    the visit:* `columns`, from the visit's first (exit_page: last) page view."""
-    is_view = Event.type == "pageview"
-    views_first = Case(None, [(is_view, 0)], 1)
-    first = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
-                                 order_by=[views_first, Event.occurred_at, Event.id])
-    last = fn.ROW_NUMBER().over(partition_by=[Event.session_id],
-                                order_by=[views_first, Event.occurred_at.desc(),
-                                          Event.id.desc()])
-    wanted = sorted(columns)
-    ranked_columns = [VISIT_COLUMNS[column](Event).alias(column) for column in wanted]
-    if wanted:
-        ranked_columns.append(first.alias("first_rank"))
-    if LAST_PAGE_VIEW_COLUMNS & columns:
-        ranked_columns.append(last.alias("last_rank"))
-    ranked = (Event.select(Event.session_id.alias("session_id"),
-                           Event.anonymous_id.alias("visitor"), Event.weight.alias("w"),
-                           Event.type.alias("type"), Event.occurred_at.alias("at"),
-                           *ranked_columns)
-              .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
-                     & Event.session_id.is_null(False))
-              .cte(f"{name}_events"))
-    r = ranked.c
-    views = fn.SUM(when(r.type == "pageview", 1))
-    interactions = fn.SUM(when(r.type.in_(INTERACTIONS), 1))
-    attributes = [fn.MAX(Case(None, [((r.last_rank if column in LAST_PAGE_VIEW_COLUMNS
-                                       else r.first_rank) == 1, getattr(r, column))]))
-                  .alias(column) for column in wanted]
-    visits = (Select([ranked], [
-        r.session_id, fn.MAX(r.visitor).alias("visitor"), fn.MAX(r.w).alias("w"),
-        views.alias("pageviews"),
+def visits_cte(site: Site, period: Period, columns: set[str],
+               name: str = "visits") -> tuple[Any, ...]:
+    """CTEs ending with one row per visit of `period`: session_id, visitor, w, pageviews,
+    bounced, duration and the visit:* `columns`, from the visit's first (exit_page: last) page
+    view. The per-visit figures are a hash aggregate over the period's events; only the page
+    views are sorted, and only when a visit:* column is wanted."""
+    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
+             & Event.session_id.is_null(False))
+    views = fn.SUM(when(Event.type == "pageview", 1))
+    interactions = fn.SUM(when(Event.type.in_(INTERACTIONS), 1))
+    stats = (Event.select(
+        Event.session_id.alias("session_id"), fn.MAX(Event.anonymous_id).alias("visitor"),
+        fn.MAX(Event.weight).alias("w"), views.alias("pageviews"),
         Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
-        seconds_between(fn.MIN(r.at), fn.MAX(r.at)).alias("duration"), *attributes])
-        .group_by(r.session_id).having(views > 0).cte(name))
-    return ranked, visits
+        seconds_between(fn.MIN(Event.occurred_at), fn.MAX(Event.occurred_at))
+        .alias("duration"))
+        .where(scope).group_by(Event.session_id).having(views > 0).cte(f"{name}_stats"))
+    wanted = sorted(columns)
+    if not wanted:
+        return stats, stats
+    order = [Event.occurred_at, Event.id]
+    ranks = [fn.ROW_NUMBER().over(partition_by=[Event.session_id], order_by=order)
+             .alias("first_rank")]
+    if LAST_PAGE_VIEW_COLUMNS & columns:
+        ranks.append(fn.ROW_NUMBER().over(partition_by=[Event.session_id],
+                                          order_by=[Event.occurred_at.desc(), Event.id.desc()])
+                     .alias("last_rank"))
+    ranked = (Event.select(Event.session_id.alias("session_id"),
+                           *[VISIT_COLUMNS[column](Event).alias(column) for column in wanted],
+                           *ranks)
+              .where(scope & (Event.type == "pageview")).cte(f"{name}_page_views"))
+    r = ranked.c
+    attributes = (Select([ranked], [r.session_id, *[
+        fn.MAX(Case(None, [((r.last_rank if column in LAST_PAGE_VIEW_COLUMNS
+                             else r.first_rank) == 1, getattr(r, column))])).alias(column)
+        for column in wanted]]).group_by(r.session_id).cte(f"{name}_attributes"))
+    a, t = attributes.c, stats.c
+    visits = (Select([stats.join(attributes, on=(a.session_id == t.session_id))],
+                     [t.session_id, t.visitor, t.w, t.pageviews, t.bounced, t.duration,
+                      *[getattr(a, column) for column in wanted]]).cte(name))
+    return stats, ranked, attributes, visits
 
 
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
     """The session ids of the visits of `period` whose visit:* values satisfy `filters`
     (visit filters only, as parse_filters(..., visit_only=True) gives)."""
-    ranked, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
+    *ctes, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
     condition = compile_filters(filters, Row(None, visits.c, period))
-    query = Select([visits], [visits.c.session_id]).with_cte(ranked, visits)
+    query = Select([visits], [visits.c.session_id]).with_cte(*dict.fromkeys([*ctes, visits]))
     return query.where(condition) if condition is not None else query
 
 
@@ -183,27 +188,56 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     ctes: list[Any] = []
     visits = None
     if needs_visits:
-        ranked, visits = visits_cte(site, period, _visit_columns(dimensions, filters))
-        ctes += [ranked, visits]
-    row = Row(Event, visits.c if visits is not None else None, period)
+        *built, visits = visits_cte(site, period, _visit_columns(dimensions, filters))
+        ctes += [cte for cte in dict.fromkeys(built) if cte is not visits]
+        ctes.append(visits)
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    keep = filters_keep or (lambda _leaf: True)
+    # Events are summed per (event dimensions, session) first, and the visits joined to those
+    # sums: a visit's columns are the same on all its events. A filter node that mixes visit
+    # and event dimensions (an `or` across both) needs the visit on each event instead.
+    mixed = any(len(kinds((node,))) > 1 for node in filters)
+    event_row = Row(Event, visits.c if mixed else None, period)
     where = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    condition = compile_filters(filters, row, *([filters_keep] if filters_keep else []))
+    condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
+        mixed or leaf.dimension.kind != "visit"))
     if condition is not None:
         where &= condition
-    if "visit" in kinds(filters):
-        where &= visits.c.session_id.is_null(False)  # visit:* selects visits' events only
-    keys = [f"d{index}" for index in range(len(dimensions))]
+    event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
+                  if d.kind != "visit"]
+    # grouped by the output names: the same expression twice would bind its parameters twice,
+    # and PostgreSQL could not tell that the two are one
+    grouped_by = [SQL(f'"{key}"') for key, _d in event_keys] + [Event.session_id]
+    grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
+                           Event.session_id.alias("sid"), fn.SUM(Event.weight).alias("events"),
+                           fn.SUM(when(Event.type == "pageview", Event.weight))
+                           .alias("pageviews"), fn.MAX(is_sampled(Event.weight))
+                           .alias("sampled"))
+    if mixed:
+        grouped = grouped.join(visits, JOIN.LEFT_OUTER,
+                               on=(visits.c.session_id == Event.session_id))
+    grouped = grouped.where(where).group_by(*grouped_by).cte("grouped")
+    ctes.append(grouped)
+    g = grouped.c
+    columns = [getattr(g, key).alias(key) if d.kind != "visit"
+               else d.sql(Row(None, visits.c, period)).alias(key)
+               for key, d in zip(keys, dimensions, strict=True)]
     visit_columns = [] if visits is None else [
         visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
         visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
         visits.c.pageviews.alias("vpv"), visits.c.duration.alias("vdur")]
-    selected = Event.select(*[d.sql(row).alias(key) for d, key in zip(dimensions, keys,
-                                                                       strict=True)],
-                            Event.type.alias("type"), Event.weight.alias("w"), *visit_columns)
+    selected = Select([grouped], [*columns, g.events, g.pageviews, g.sampled, *visit_columns])
     if visits is not None:
-        selected = selected.join(visits, JOIN.LEFT_OUTER,
-                                 on=(visits.c.session_id == Event.session_id))
-    selected = selected.where(where).cte("selected")
+        selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
+        visit_condition = None if mixed else compile_filters(
+            filters, Row(None, visits.c, period),
+            lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
+        if "visit" in kinds(filters):  # visit:* filters select visits' events only
+            visit_condition = visits.c.session_id.is_null(False) & (
+                visit_condition if visit_condition is not None else True)
+        if visit_condition is not None:
+            selected = selected.where(visit_condition)
+    selected = selected.cte("selected")
     ctes.append(selected)
     s = selected.c
 
@@ -231,8 +265,8 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                 sampled.alias("sampled")]).where(where)
             return found.group_by(*columns) if columns else found
 
-        parts = part(selected, {"events": fn.SUM(s.w), "pageviews": fn.SUM(when(
-            s.type == "pageview", s.w))}, fn.MAX(is_sampled(s.w)), in_rows)
+        parts = part(selected, {"events": fn.SUM(s.events),
+                                "pageviews": fn.SUM(s.pageviews)}, fn.MAX(s.sampled), in_rows)
         if visits is None:
             return parts
         per_visit = (Select([selected], [*[getattr(s, key) for key in names], s.vid,

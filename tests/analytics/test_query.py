@@ -269,6 +269,8 @@ def test_time_buckets_are_local_across_dst(query):
     ([["and", [["is", "visit:country", ["DE"]], ["is", "visit:device", ["Desktop"]]]]], 2, 3),
     ([["is", "visit:country", ["DE"]], ["is", "event:type", ["custom"]]], 2, 0),  # S1, S5
     ([["is", "visit:source", ["Google", "Bing"]]], 4, 8),  # S1, S3, S5
+    # across both kinds: S3's events (FR, w2) or the custom events of S1 and S5
+    ([["or", [["is", "visit:country", ["FR"]], ["is", "event:type", ["custom"]]]]], 4, 4),
 ])
 def test_filters(query, filters, visits, pageviews):
     assert rows(query(metrics=["visits", "pageviews"], filters=filters)) == [(visits,
