@@ -18,6 +18,7 @@ from app.analytics import query, vocabulary
 from app.analytics.base import ArgumentError, Period, as_count, fetch, timestamp
 from app.db import is_postgres
 from models import Event, Site
+from models.event import EVENT_TYPES
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}
 MAX_NAMES = 100  # goal and custom event names (the most used first) and property keys listed
@@ -36,11 +37,13 @@ def _by_type(site: Site, period: Period) -> list[dict[str, Any]]:
     without reading the table (an index-only scan of event_site_id_type_occurred_at; 0009b's
     event_sampled holds the sampled events only), where summing every event's weight read
     every row: seconds at 10 million events."""
+    # Naming the types makes each one a tight range of the index (site, type, time).
+    of_types = _in_period(site, period) & Event.type.in_(EVENT_TYPES)
     counted = (Event.select(Event.type.alias("type"), fn.COUNT(SQL("*")).alias("n"),
                             Value(None).alias("extra"))
-               .where(_in_period(site, period)).group_by(Event.type))
+               .where(of_types).group_by(Event.type))
     sampled = (Event.select(Event.type, Value(0), fn.SUM(Event.weight - 1))
-               .where(_in_period(site, period) & (Event.weight != 1)).group_by(Event.type))
+               .where(of_types & (Event.weight != 1)).group_by(Event.type))
     return fetch(counted + sampled)
 
 
