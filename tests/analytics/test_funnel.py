@@ -240,11 +240,15 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
         row(site, "s3", "v3", "pageview", minutes(0), "/x/a.b"),
         row(site, "s4", "v4", "pageview", minutes(0), "/a.b/"),  # the whole path must match
         row(site, "s5", "v5", "pageview", minutes(0), "/c.b"),
+        # Old rows without the path column: their path is read from the URL.
+        row(site, "s6", "v6", "pageview", minutes(0), "/d.b?q=1", stored_path=False),
+        row(site, "s7", "v7", "pageview", minutes(0), "/x/y#top", stored_path=False),
     ])
-    # `/a.b` is s1 only; `/*.b` is s1 and s5 (not s3: `*` stops at `/`); `/**.b` is s1, s3, s5.
+    # `/a.b` is s1 only; `/*.b` is s1, s5, s6 (not s3: `*` stops at `/`); `/**.b` also s3;
+    # `/x/**` is s3 and s7; `/x*` is nothing (`*` stops at `/`, and no path is `/x...`).
     counts = [run(site, [{"page": page}, {"page": "/**"}])["steps"][0]["count"]
-              for page in ("/a.b", "/*.b", "/**.b")]
-    assert counts == [1, 2, 3]
+              for page in ("/a.b", "/*.b", "/**.b", "/x/**", "/x*")]
+    assert counts == [1, 3, 4, 2, 0]
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
