@@ -153,10 +153,10 @@ def dimension_values(site: Site, period: Period, dimension: Any, search: Any,
     """The dimension's values by visitors, the most first: the `query` tool's answer to
     visitors by that dimension, filtered with a case-insensitive `contains` when `search`."""
     found = vocabulary.dimension(dimension, "dimension")
-    if search is not None and (not isinstance(search, str)
+    if search is not None and (not isinstance(search, str) or not search.isprintable()
                                or not 1 <= len(search) <= MAX_SEARCH):
         raise ArgumentError(f"`search` must be a non-empty string of at most {MAX_SEARCH} "
-                            "characters.")
+                            "printable characters.")
     if search is not None and found.kind == "time":
         raise ArgumentError(f"`search` does not apply to {found.name}: narrow the days with "
                             "`from`/`to` or `period` instead.")

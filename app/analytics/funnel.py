@@ -65,6 +65,12 @@ DEFAULT_LABEL = {"page": "Visit", "goal": "Goal", "event": "Event"}
 EVENT_TYPE = {"page": "pageview", "goal": "goal", "event": "custom"}
 
 
+def _is_text(value: Any, longest: int) -> bool:
+    """A non-empty string of at most `longest` printable characters (no NUL, control
+    character or lone surrogate, which the database driver would refuse)."""
+    return isinstance(value, str) and 0 < len(value) <= longest and value.isprintable()
+
+
 def _checked_step(index: int, step: Any) -> dict[str, str]:
     where = f"steps[{index}]"
     if not isinstance(step, dict):
@@ -82,16 +88,16 @@ def _checked_step(index: int, step: Any) -> dict[str, str]:
     kind = kinds[0]
     value = step[kind]
     longest = MAX_PAGE if kind == "page" else MAX_NAME
-    if not isinstance(value, str) or not value or len(value) > longest:
+    if not _is_text(value, longest):
         raise ArgumentError(f"`{where}.{kind}` must be a non-empty string of at most "
-                            f"{longest} characters.")
+                            f"{longest} printable characters.")
     if kind == "page" and not value.startswith("/"):
         raise ArgumentError(f"`{where}.page` must be a URL path starting with '/' (such as "
                             f"'/pricing' or '/blog/*'); got '{value}'.")
     label = step.get("label", f"{DEFAULT_LABEL[kind]} {value}")
-    if not isinstance(label, str) or not label or len(label) > MAX_LABEL:
+    if not _is_text(label, MAX_LABEL):
         raise ArgumentError(f"`{where}.label` must be a non-empty string of at most "
-                            f"{MAX_LABEL} characters.")
+                            f"{MAX_LABEL} printable characters.")
     return {kind: value, "label": label}
 
 
@@ -117,8 +123,8 @@ def validate(steps: Any, unit: Any = "visit",
         count = (f"{len(steps)} step{'' if len(steps) == 1 else 's'}"
                  if isinstance(steps, list) else "not a list")
         raise ArgumentError(f"`steps` must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
-                                  f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
-                                  f"\"Signup\"}}; got {count}.")
+                            f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
+                            f"\"Signup\"}}; got {count}.")
     return [_checked_step(index, step) for index, step in enumerate(steps)]
 
 
@@ -142,7 +148,9 @@ def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
     if "*" not in pattern:
         return Event.path == pattern, page(Event) == pattern
     head = pattern.removesuffix("**")
-    if "*" not in head:  # a page step starts with "/": `head` is never empty
+    # A page step starts with "/", so `head` is never empty; a last character from U+D7FF on
+    # has no next one that is not a surrogate (_starts_with's upper bound): a regex then.
+    if "*" not in head and ord(head[-1]) < 0xD7FF:
         return _starts_with(Event.path, head), _starts_with(page(Event), head)
     regex = pattern_regex(pattern)
     return regexp(Event.path, regex), regexp(page(Event), regex)

@@ -119,7 +119,9 @@ def test_a_dimensions_values(events):
     ({"dimension": "visit:contry"},
      "Unknown dimension 'visit:contry'. Did you mean 'visit:country'? Valid dimensions: "),
     ({"dimension": "visit:source", "search": ""},
-     "`search` must be a non-empty string of at most 200 characters."),
+     "`search` must be a non-empty string of at most 200 printable characters."),
+    ({"dimension": "visit:source", "search": "a\x00"},
+     "`search` must be a non-empty string of at most 200 printable characters."),
     ({"dimension": "time:day", "search": "2026"},
      "`search` does not apply to time:day: narrow the days with `from`/`to` or `period` "
      "instead."),

@@ -243,12 +243,14 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
         # Old rows without the path column: their path is read from the URL.
         row(site, "s6", "v6", "pageview", minutes(0), "/d.b?q=1", stored_path=False),
         row(site, "s7", "v7", "pageview", minutes(0), "/x/y#top", stored_path=False),
+        row(site, "s8", "v8", "pageview", minutes(0), "/\U0001F600/a"),
     ])
     # `/a.b` is s1 only; `/*.b` is s1, s5, s6 (not s3: `*` stops at `/`); `/**.b` also s3;
-    # `/x/**` is s3 and s7; `/x*` is nothing (`*` stops at `/`, and no path is `/x...`).
+    # `/x/**` is s3 and s7; `/x*` is nothing (`*` stops at `/`, and no path is `/x...`);
+    # a prefix ending in a character past U+D7FF (an emoji) is s8.
     counts = [run(site, [{"page": page}, {"page": "/**"}])["steps"][0]["count"]
-              for page in ("/a.b", "/*.b", "/**.b", "/x/**", "/x*")]
-    assert counts == [1, 3, 4, 2, 0]
+              for page in ("/a.b", "/*.b", "/**.b", "/x/**", "/x*", "/\U0001F600**")]
+    assert counts == [1, 3, 4, 2, 0, 1]
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -272,14 +274,18 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
     ({"steps": [{"label": "Start"}, {"page": "/"}]},
      "`steps[0]` must have exactly one of 'page', 'goal' or 'event'; it has none of them."),
     ({"steps": [{"page": "/"}, {"goal": ""}]},
-     "`steps[1].goal` must be a non-empty string of at most 128 characters."),
+     "`steps[1].goal` must be a non-empty string of at most 128 printable characters."),
     ({"steps": [{"page": "/"}, {"event": 3}]},
-     "`steps[1].event` must be a non-empty string of at most 128 characters."),
+     "`steps[1].event` must be a non-empty string of at most 128 printable characters."),
+    ({"steps": [{"page": "/"}, {"event": "a\x00b"}]},
+     "`steps[1].event` must be a non-empty string of at most 128 printable characters."),
+    ({"steps": [{"page": "/\ud800"}, {"page": "/"}]},
+     "`steps[0].page` must be a non-empty string of at most 2048 printable characters."),
     ({"steps": [{"page": "pricing"}, {"page": "/"}]},
      "`steps[0].page` must be a URL path starting with '/' (such as '/pricing' or '/blog/*'); "
      "got 'pricing'."),
     ({"steps": [{"page": "/"}, {"page": "/x", "label": "x" * 101}]},
-     "`steps[1].label` must be a non-empty string of at most 100 characters."),
+     "`steps[1].label` must be a non-empty string of at most 100 printable characters."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visits"},
      "Unknown unit 'visits'. Did you mean 'visit'? Valid units: visit, visitor."),
     ({"steps": [{"page": "/"}, {"page": "/x"}], "unit": "visitor", "window_hours": 0},
