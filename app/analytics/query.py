@@ -122,26 +122,38 @@ def parse_query(arguments: dict[str, Any]) -> Query:
 
 # --- SQL -----------------------------------------------------------------------------------
 
-def visits_cte(site: Site, period: Period, columns: set[str],
-               name: str = "visits") -> tuple[Any, ...]:
-    """CTEs ending with one row per visit of `period`: session_id, visitor, w, pageviews,
-    bounced, duration and the visit:* `columns`, from the visit's first (exit_page: last) page
-    view. The per-visit figures are a hash aggregate over the period's events; only the page
-    views are sorted, and only when a visit:* column is wanted."""
-    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
-             & Event.session_id.is_null(False))
+def visit_figures() -> list[Any]:
+    """Per session (grouped by session_id): its visitor, weight, page views, bounce and
+    duration; `views` > 0 makes it a visit."""
     views = fn.SUM(when(Event.type == "pageview", 1))
     interactions = fn.SUM(when(Event.type.in_(INTERACTIONS), 1))
-    stats = (Event.select(
-        Event.session_id.alias("session_id"), fn.MAX(Event.anonymous_id).alias("visitor"),
-        fn.MAX(Event.weight).alias("w"), views.alias("pageviews"),
-        Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
-        seconds_between(fn.MIN(Event.occurred_at), fn.MAX(Event.occurred_at))
-        .alias("duration"))
-        .where(scope).group_by(Event.session_id).having(views > 0).cte(f"{name}_stats"))
+    return [fn.MAX(Event.anonymous_id).alias("visitor"), fn.MAX(Event.weight).alias("w"),
+            views.alias("views"),
+            Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
+            seconds_between(fn.MIN(Event.occurred_at), fn.MAX(Event.occurred_at))
+            .alias("duration")]
+
+
+def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
+               per_session: Any = None) -> tuple[Any, ...]:
+    """CTEs ending with one row per visit of `period`: session_id, visitor, w, views,
+    bounced, duration and the visit:* `columns`, from the visit's first (exit_page: last) page
+    view. The per-visit figures are a hash aggregate over the period's events (or
+    `per_session`, a CTE of the caller that already has them as `sid` and visit_figures());
+    only the page views are sorted, and only when a visit:* column is wanted."""
+    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
+             & Event.session_id.is_null(False))
+    if per_session is None:
+        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures())
+                       .where(scope).group_by(Event.session_id).cte(f"{name}_sessions"))
+    p = per_session.c
+    stats = (Select([per_session], [p.sid.alias("session_id"), p.visitor, p.w, p.views,
+                                    p.bounced, p.duration])
+             .where(p.sid.is_null(False) & (p.views > 0)).cte(f"{name}_stats"))
+    stats_ctes = (per_session, stats)
     wanted = sorted(columns)
     if not wanted:
-        return stats, stats
+        return stats_ctes  # the last one, stats, is the visits
     order = [Event.occurred_at, Event.id]
     ranks = [fn.ROW_NUMBER().over(partition_by=[Event.session_id], order_by=order)
              .alias("first_rank")]
@@ -160,9 +172,9 @@ def visits_cte(site: Site, period: Period, columns: set[str],
         for column in wanted]]).group_by(r.session_id).cte(f"{name}_attributes"))
     a, t = attributes.c, stats.c
     visits = (Select([stats.join(attributes, on=(a.session_id == t.session_id))],
-                     [t.session_id, t.visitor, t.w, t.pageviews, t.bounced, t.duration,
+                     [t.session_id, t.visitor, t.w, t.views, t.bounced, t.duration,
                       *[getattr(a, column) for column in wanted]]).cte(name))
-    return stats, ranked, attributes, visits
+    return (*stats_ctes, ranked, attributes, visits)
 
 
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
@@ -185,39 +197,50 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     filters = query.filters
     needs_visits = bool(VISIT_METRICS & set(query.metrics)) or "visit" in kinds(filters) \
         or any(d.kind == "visit" for d in dimensions)
-    ctes: list[Any] = []
-    visits = None
-    if needs_visits:
-        *built, visits = visits_cte(site, period, _visit_columns(dimensions, filters))
-        ctes += [cte for cte in dict.fromkeys(built) if cte is not visits]
-        ctes.append(visits)
     keys = [f"d{index}" for index in range(len(dimensions))]
     keep = filters_keep or (lambda _leaf: True)
+    event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
+                  if d.kind != "visit"]
+    # Without event dimensions and event filters the events are summed per session, which is
+    # the scan the visit figures need too: one pass over the period's events, not two.
+    shared = needs_visits and not event_keys and not any(
+        keep(leaf) and leaf.dimension.kind != "visit" for leaf in leaves(filters))
+    scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
+    sums = [fn.SUM(Event.weight).alias("events"),
+            fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+            fn.MAX(is_sampled(Event.weight)).alias("sampled")]
+    ctes: list[Any] = []
+    visits = None
+    per_session = None
+    if shared:
+        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures(), *sums)
+                       .where(scope).group_by(Event.session_id).cte("grouped"))
+    if needs_visits:
+        *built, visits = visits_cte(site, period, _visit_columns(dimensions, filters),
+                                    per_session=per_session)
+        ctes += [*built, visits]
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
     # and event dimensions (an `or` across both) needs the visit on each event instead.
     mixed = any(len(kinds((node,))) > 1 for node in filters)
     event_row = Row(Event, visits.c if mixed else None, period)
-    where = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
-        mixed or leaf.dimension.kind != "visit"))
-    if condition is not None:
-        where &= condition
-    event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
-                  if d.kind != "visit"]
-    # grouped by the output names: the same expression twice would bind its parameters twice,
-    # and PostgreSQL could not tell that the two are one
-    grouped_by = [SQL(f'"{key}"') for key, _d in event_keys] + [Event.session_id]
-    grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
-                           Event.session_id.alias("sid"), fn.SUM(Event.weight).alias("events"),
-                           fn.SUM(when(Event.type == "pageview", Event.weight))
-                           .alias("pageviews"), fn.MAX(is_sampled(Event.weight))
-                           .alias("sampled"))
-    if mixed:
-        grouped = grouped.join(visits, JOIN.LEFT_OUTER,
-                               on=(visits.c.session_id == Event.session_id))
-    grouped = grouped.where(where).group_by(*grouped_by).cte("grouped")
-    ctes.append(grouped)
+    grouped = per_session
+    if grouped is None:
+        where = scope
+        condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
+            mixed or leaf.dimension.kind != "visit"))
+        if condition is not None:
+            where &= condition
+        # grouped by the output names: the same expression twice would bind its parameters
+        # twice, and PostgreSQL could not tell that the two are one
+        grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
+                               Event.session_id.alias("sid"), *sums)
+        if mixed:
+            grouped = grouped.join(visits, JOIN.LEFT_OUTER,
+                                   on=(visits.c.session_id == Event.session_id))
+        grouped = (grouped.where(where).group_by(*[SQL(f'"{key}"') for key, _d in event_keys],
+                                                 Event.session_id).cte("grouped"))
+        ctes.append(grouped)
     g = grouped.c
     columns = [getattr(g, key).alias(key) if d.kind != "visit"
                else d.sql(Row(None, visits.c, period)).alias(key)
@@ -225,7 +248,7 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     visit_columns = [] if visits is None else [
         visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
         visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
-        visits.c.pageviews.alias("vpv"), visits.c.duration.alias("vdur")]
+        visits.c.views.alias("vpv"), visits.c.duration.alias("vdur")]
     selected = Select([grouped], [*columns, g.events, g.pageviews, g.sampled, *visit_columns])
     if visits is not None:
         selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
