@@ -136,9 +136,12 @@ def time_bucket(unit: str, column: Any, period: Period) -> ColumnBase:
                                    in zip([at for at, _ in changes[1:]],
                                           [seconds for _, seconds in changes], strict=False)],
                             modifier)
+    # whole seconds: SQLite's date functions round to milliseconds, which would move
+    # 23:59:59.9999 into the next day; the offsets are whole seconds, so flooring is exact
+    seconds = fn.substr(column, 1, len("YYYY-MM-DD HH:MM:SS"))
     if unit == "week":
-        return fn.date(column, modifier, "-6 days", "weekday 1")
-    return fn.strftime(SQLITE_FORMATS[unit], column, modifier)
+        return fn.date(seconds, modifier, "-6 days", "weekday 1")
+    return fn.strftime(SQLITE_FORMATS[unit], seconds, modifier)
 
 
 def _time(unit: str, what: str) -> Dimension:

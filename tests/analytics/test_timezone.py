@@ -93,12 +93,13 @@ def test_the_kept_tools_count_local_days(app, make_site):
             datetime(2026, 3, 28, 22, 59),  # 23:59 on the 28th in Berlin: outside
             datetime(2026, 3, 28, 23, 0),  # 00:00 on the 29th: inside
             datetime(2026, 3, 29, 21, 59),  # 23:59 CEST on the 29th: inside
+            datetime(2026, 3, 29, 21, 59, 59, 999999),  # the 29th's last microsecond
             datetime(2026, 3, 29, 22, 0),  # 00:00 on the 30th: the next day
         )]).execute()
     result = _count(app, berlin, **{"from": "2026-03-29", "to": "2026-03-30"})
     structured = result["structuredContent"]
     assert structured["timezone"] == "Europe/Berlin"
-    assert structured["count"] == 3
-    assert structured["by_day"] == [{"date": "2026-03-29", "count": 2},
+    assert structured["count"] == 4
+    assert structured["by_day"] == [{"date": "2026-03-29", "count": 3},
                                     {"date": "2026-03-30", "count": 1}]
     assert "(Europe/Berlin)" in result["content"][0]["text"]
