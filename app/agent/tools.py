@@ -88,7 +88,7 @@ TOOLS = [
           "Count events, optionally of one type (pageview, click, form_submit, scroll, "
           "performance, custom, goal, error, heartbeat) and/or one name, per day and per name."
           + SUBSUMED + PERIOD_NOTE, CountArgs, CountResult,
-          lambda site, period, a: traffic.count_events(site.id, period, a["limit"],
+          lambda site, period, a: traffic.count_events(site, period, a["limit"],
                                                          a.get("type"), a.get("name")),
           render_count),
     _tool("get_overview", "Traffic overview",

@@ -13,7 +13,7 @@ The statement, as CTEs:
   parts           event sums, visit sums and visitor sums per row, UNION ALL, summed per row.
 Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -45,7 +45,8 @@ INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
 MAX_LIMIT, DEFAULT_LIMIT = 1000, 100
 ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut
-SUMS = ("events", "pageviews", "visits", "bounces", "views", "duration", "visitors")
+# "stored": events as stored rows, unweighted (count_events reports it)
+SUMS = ("events", "stored", "pageviews", "visits", "bounces", "views", "duration", "visitors")
 VISIT_METRICS = frozenset({"visitors", "visits", "bounce_rate", "views_per_visit",
                            "visit_duration", "conversion_rate", "percentage"})
 GOAL = "event:goal"
@@ -206,7 +207,7 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     shared = needs_visits and not event_keys and not any(
         keep(leaf) and leaf.dimension.kind != "visit" for leaf in leaves(filters))
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    sums = [fn.SUM(Event.weight).alias("events"),
+    sums = [fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
             fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
             fn.MAX(is_sampled(Event.weight)).alias("sampled")]
     ctes: list[Any] = []
@@ -249,7 +250,8 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
         visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
         visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
         visits.c.views.alias("vpv"), visits.c.duration.alias("vdur")]
-    selected = Select([grouped], [*columns, g.events, g.pageviews, g.sampled, *visit_columns])
+    selected = Select([grouped], [*columns, g.events, g.stored, g.pageviews, g.sampled,
+                                  *visit_columns])
     if visits is not None:
         selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
         visit_condition = None if mixed else compile_filters(
@@ -288,7 +290,7 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                 sampled.alias("sampled")]).where(where)
             return found.group_by(*columns) if columns else found
 
-        parts = part(selected, {"events": fn.SUM(s.events),
+        parts = part(selected, {"events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
                                 "pageviews": fn.SUM(s.pageviews)}, fn.MAX(s.sampled), in_rows)
         if visits is None:
             return parts
@@ -347,6 +349,7 @@ def _figures(sums: dict[str, Any]) -> dict[str, Any]:
     duration = _ratio(s["duration"], s["visits"], 1, 0)
     return {"visitors": round(s["visitors"]), "visits": round(s["visits"]),
             "pageviews": round(s["pageviews"]), "events": round(s["events"]),
+            "stored": round(s["stored"]),
             "bounce_rate": _ratio(s["bounces"], s["visits"], 100, 1),
             "views_per_visit": _ratio(s["views"], s["visits"], 1, 2),
             "visit_duration": None if duration is None else int(duration),
@@ -364,6 +367,12 @@ class Figures:
 
 def _keyed(rows: list[dict[str, Any]], count: int) -> dict[tuple[Any, ...], dict[str, Any]]:
     return {tuple(row[f"d{index}"] for index in range(count)): row for row in rows}
+
+
+def read_figures(site: Site, period: Period, query: Query) -> Figures:
+    """The figures of `query`, rows in the query's order (for the kept tools it subsumes)."""
+    figures = _read(site, period, query)
+    return replace(figures, rows=_ordered(query, figures.rows))
 
 
 def _read(site: Site, period: Period, query: Query) -> Figures:
