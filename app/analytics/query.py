@@ -4,13 +4,17 @@ and SQLite alike. Definitions: DESIGN.md, "The agent read surface", and app.anal
 
 The statement, as CTEs:
   visits          one row per visit (a session id with a page view in the period): its visitor,
-                  weight, page views, bounce, duration and the visit:* columns the query uses,
-                  read from its first page view (last for exit_page); built only when needed.
-  selected        the selected events (filters hold) with their dimension values d0, d1, d2
-                  and their visit's columns.
+                  weight, page views, bounce, duration (a hash aggregate per session) and the
+                  visit:* columns the query uses, read from its first page view (last for
+                  exit_page); built only when a visit metric, dimension or filter needs it.
+  grouped         the events that event filters select, summed per (event dimensions,
+                  session); without event dimensions and filters this is the visits' own pass.
+  selected        grouped joined to its visit: the dimension values d0, d1, d2, the visit's
+                  figures, and the visit filters applied.
   per_visit       (dimensions, visit) pairs: a visit counts in a row when it has a selected event
                   with the row's values; per_visitor likewise for visitor ids.
-  parts           event sums, visit sums and visitor sums per row, UNION ALL, summed per row.
+  parts           event sums, visit sums and visitor sums per row (grand 0) and over everything
+                  (grand 1: the totals), UNION ALL, summed per row.
 Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
 """
 from dataclasses import dataclass, replace
