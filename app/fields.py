@@ -117,6 +117,18 @@ class ExactNumber(fields.Decimal):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
+def whole_number(value: Any) -> int | None:
+    """`value` as the integer it is in JSON Schema's sense (1999, 1999.0, 1.999e3, an integral
+    Decimal), or None: 1999.5, "1999", true, NaN and the infinities are not integers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    return None
+
+
 class StrictInteger(fields.Integer):
     """A JSON number that is an integer, as JSON Schema's `integer` (the document's type) says:
     1999, 1999.0 and 1.999e3 are all the integer 1999; 1999.5, "1999", true, NaN and the
@@ -132,14 +144,10 @@ class StrictInteger(fields.Integer):
     NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return int(value)
-        if (isinstance(value, Decimal) and value.is_finite()
-                and value == value.to_integral_value()):
-            return int(value)
-        raise ValidationError(self.NOT_AN_INTEGER)
+        whole = whole_number(value)
+        if whole is None:
+            raise ValidationError(self.NOT_AN_INTEGER)
+        return whole
 
 
 def _decimal_as_float(value: Any) -> float:

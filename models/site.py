@@ -20,6 +20,7 @@ class Site(BaseModel):
     plan = CharField(max_length=16, default="free")
     monthly_quota = IntegerField(null=True)  # None: the plan's default
     created_at = DateTimeField(default=utcnow)
+    timezone = CharField(max_length=64, default="UTC")  # IANA: the agent tools' local days
 
     @property
     def quota(self) -> int:

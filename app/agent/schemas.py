@@ -1,38 +1,29 @@
 """The agent's tool arguments and results as marshmallow schemas: the JSON Schemas agents see
 in `tools/list` (inputSchema, outputSchema) are generated from them."""
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, post_load, validate
+from marshmallow import Schema, fields, validate
 
 from app.analytics import base, performance
 from app.crawlers.user_agents import BOT_CATEGORIES
 from app.fields import StrictInteger
 from models.event import EVENT_TYPES
-from models.site import utcnow
-
-DEFAULT_DAYS = 30
-
 
 # --- Arguments ---------------------------------------------------------------------------
 
-class PeriodArgs(Schema):
-    from_ = fields.Date(data_key="from", metadata={
-        "description": "First UTC day, inclusive (YYYY-MM-DD). Default: 29 days before `to`."})
-    to = fields.Date(metadata={"description": "Last UTC day, inclusive (YYYY-MM-DD). "
-                                              "Default: today."})
 
-    @post_load
-    def period(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
-        last = data.pop("to", None) or utcnow().date()
-        first = data.pop("from_", None) or last - timedelta(days=DEFAULT_DAYS - 1)
-        if first > last:
-            raise ValidationError(f"`from` ({first}) is after `to` ({last}).", "from")
-        if (last - first).days >= base.MAX_DAYS:
-            raise ValidationError(f"The period spans more than {base.MAX_DAYS} days; "
-                                  "ask for a year at most per call.", "from")
-        return {**data, "period": base.Period(first, last)}
+class PeriodArgs(Schema):
+    """`from`/`to` or `period`; the tool resolves them in the site's time zone
+    (base.resolve_period), since only the site knows its zone and its today."""
+
+    from_ = fields.Date(data_key="from", metadata={
+        "description": "First local day, inclusive (YYYY-MM-DD). Default: 29 days before `to`."})
+    to = fields.Date(metadata={"description": "Last local day, inclusive (YYYY-MM-DD). "
+                                              "Default: today."})
+    period = fields.String(metadata={
+        "description": "Instead of from/to: days ending today in the site's time zone.",
+        "enum": list(base.PERIODS)})
 
 
 class ListArgs(PeriodArgs):
@@ -80,6 +71,8 @@ class Result(Schema):
     site = _str(metadata={"description": "The domain of the key's site."})
     from_ = _str(data_key="from")
     to = _str()
+    timezone = fields.String(metadata={
+        "description": "The site's IANA time zone of the days, when it is not UTC."})
     estimated = fields.Boolean(required=True, metadata={
         "description": "True when sampled data is behind the figures: they are scaled by the "
                        "stored sampling weights and are estimates."})

@@ -16,7 +16,8 @@ def _pct(rate: float | None) -> str:
 
 def _head(result: dict[str, Any], title: str) -> str:
     note = " (estimated: sampled data, scaled by weights)" if result["estimated"] else ""
-    return f"{title} for {result['site']}, {result['from']} to {result['to']}{note}"
+    zone = f" ({result['timezone']})" if result.get("timezone") else ""
+    return f"{title} for {result['site']}, {result['from']} to {result['to']}{zone}{note}"
 
 
 def _lines(rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str],
@@ -127,3 +128,63 @@ def _ingest_line(row: dict[str, Any]) -> str:
 def render_ingest(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, "Ingest health"), "Total: " + _ingest_line(r["totals"]),
                       *[f"  {day['date']}: {_ingest_line(day)}" for day in r["days"]]])
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def render_query(r: dict[str, Any]) -> str:
+    dims = ", ".join(r["dimensions"]) or "no dimension"
+    lines = [_head(r, f"{', '.join(r['metrics'])} by {dims}"),
+             "Totals: " + ", ".join(f"{name} {_value(value)}" for name, value
+                                    in zip(r["metrics"], r["totals"], strict=True))]
+    if "comparison" in r:
+        lines.append(f"Compared with {r['comparison']['from']} to {r['comparison']['to']}: "
+                     + ", ".join(f"{name} {_value(value)}" for name, value in
+                                 zip(r["metrics"], r["comparison"]["totals"], strict=True)))
+
+    def line(row: dict[str, Any]) -> str:
+        figures = ", ".join(f"{name} {_value(value)}" for name, value
+                            in zip(r["metrics"], row["metrics"], strict=True))
+        change = ""
+        if "comparison" in row:
+            change = " (change: " + ", ".join(
+                _value(value) for value in row["comparison"]["change"]) + ")"
+        keys = " | ".join(_value(value) for value in row["dimensions"])
+        return f"{keys}: {figures}{change}" if keys else f"{figures}{change}"
+
+    lines += [f"Rows {len(r['results'])} of {r['total_rows']}:", *_lines(r["results"], line)]
+    lines += [f"Warning: {warning}" for warning in r["warnings"]]
+    return "\n".join(lines)
+
+
+def render_funnel(r: dict[str, Any]) -> str:
+    def line(step: dict[str, Any]) -> str:
+        rate = step["conversion_rate"]
+        return (f"{step['label']}: {_n(step['count'])} ({_value(rate)}% of step 1"
+                + ("" if step["dropoff"] is None else f", -{_n(step['dropoff'])}") + ")")
+
+    return "\n".join([_head(r, f"Funnel by {r['unit']}"), *_lines(r["steps"], line)])
+
+
+def render_describe(r: dict[str, Any]) -> str:
+    lines = [_head(r, "Data"),
+             f"Events {r.get('first_event') or '-'} to {r.get('last_event') or '-'}; by type: "
+             + (", ".join(f"{k} {_n(v)}" for k, v in r.get("events_by_type", {}).items())
+                or "none"),
+             "Goals: " + (", ".join(g["name"] for g in r.get("goals", [])) or "none"),
+             "Custom events: " + (", ".join(e["name"] for e in r.get("custom_events", []))
+                                  or "none"),
+             "Property keys: " + (", ".join(p.get("key", "") for p in r.get("properties", []))
+                                  or "none"),
+             "Metrics: " + ", ".join(r["metrics"]),
+             "Dimensions: " + ", ".join(r["dimensions"])]
+    values = r.get("values")
+    if values:
+        lines.append(f"Values of {values['dimension']}:")
+        lines += _lines(values["values"],
+                        lambda row: f"{_value(row['value'])}: {_n(row['visitors'])} visitors")
+    return "\n".join(lines)

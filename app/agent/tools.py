@@ -6,6 +6,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 
 from app.agent.protocol import McpServer, Tool, ToolError, ToolOutput
+from app.agent.read_tools import READ_TOOLS, reading_or_tool_error
 from app.agent.schemas import (
     CountArgs,
     CountResult,
@@ -44,6 +45,12 @@ from models import Site
 Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]
 
 
+def zone_of(period: base.Period) -> dict[str, str]:
+    """The kept tools name the zone when it is not UTC, so a UTC site's answers stay as they
+    were for existing clients; query, funnel and describe_data always name it."""
+    return {} if period.timezone == "UTC" else {"timezone": period.timezone}
+
+
 def _tool(name: str, title: str, description: str, args: type[Schema], result: type[Schema],
           run: Run, render: Callable[[dict[str, Any]], str]) -> Tool:
     loader = args()
@@ -54,26 +61,34 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
         except ValidationError as error:
             raise ToolError(f"Invalid arguments for {name}: "
                             f"{format_validation_messages(error.messages)}") from None
-        period = loaded.pop("period")
-        with base.reading():
-            found = run(site, period, loaded)
+        try:
+            period = base.resolve_period(site.timezone, loaded.pop("from_", None),
+                                         loaded.pop("to", None), loaded.pop("period", None))
+            with reading_or_tool_error():
+                found = run(site, period, loaded)
+        except base.ArgumentError as error:
+            raise ToolError(f"Invalid arguments for {name}: {error}") from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
-                      "to": period.last.isoformat(), **found}
+                      "to": period.last.isoformat(), **zone_of(period), **found}
         return ToolOutput(structured, render(structured))
 
     return Tool(name, title, description, json_schema_of(args), json_schema_of(result), handler)
 
 
-PERIOD_NOTE = (" Dates are UTC days, `from` and `to` inclusive, the last 30 days by default. "
+PERIOD_NOTE = (" Days are local to the site's time zone: `from`/`to` inclusive or `period`, "
+               "the last 30 days by default. "
                "Figures from sampled data (a site over its quota) are scaled by the sampling "
                "weights and flagged `estimated`.")
 
+SUBSUMED = " `query` answers this and more (filters, breakdowns, comparison)."
+
 TOOLS = [
+    *READ_TOOLS,
     _tool("count_events", "Count events",
           "Count events, optionally of one type (pageview, click, form_submit, scroll, "
           "performance, custom, goal, error, heartbeat) and/or one name, per day and per name."
-          + PERIOD_NOTE, CountArgs, CountResult,
-          lambda site, period, a: traffic.count_events(site.id, period, a["limit"],
+          + SUBSUMED + PERIOD_NOTE, CountArgs, CountResult,
+          lambda site, period, a: traffic.count_events(site, period, a["limit"],
                                                          a.get("type"), a.get("name")),
           render_count),
     _tool("get_overview", "Traffic overview",
@@ -84,18 +99,18 @@ TOOLS = [
           lambda site, period, a: traffic.overview(site.id, period), render_overview),
     _tool("get_top_pages", "Top pages",
           "The most viewed pages (URL path, without query string) with their page views and "
-          "visitors." + PERIOD_NOTE, ListArgs, PagesResult,
+          "visitors." + SUBSUMED + PERIOD_NOTE, ListArgs, PagesResult,
           lambda site, period, a: traffic.top_pages(site.id, period, a["limit"]),
           render_pages),
     _tool("get_top_sources", "Top traffic sources",
           "Where sessions come from, read from each session's first page view: the referrer "
           "host ('(direct)' for none or the site itself) and the UTM source (utm_source of the "
-          "page properties or URL)." + PERIOD_NOTE, ListArgs, SourcesResult,
+          "page properties or URL)." + SUBSUMED + PERIOD_NOTE, ListArgs, SourcesResult,
           lambda site, period, a: traffic.top_sources(site, period, a["limit"]),
           render_sources),
     _tool("get_goal_conversions", "Goal conversions",
           "Conversions per goal, converting sessions and conversion rate (converting sessions "
-          "/ sessions)." + PERIOD_NOTE, GoalArgs, GoalsResult,
+          "/ sessions)." + SUBSUMED + PERIOD_NOTE, GoalArgs, GoalsResult,
           lambda site, period, a: traffic.goal_conversions(site.id, period, a["limit"],
                                                              a.get("goal")),
           render_goals),
@@ -138,7 +153,8 @@ TOOLS = [
 ]
 
 INSTRUCTIONS = ("Read-only web analytics of one site (the site of the server key). Every tool "
-                "takes `from`/`to` (UTC days, inclusive; default the last 30 days); list tools "
-                "take `limit`. Start with get_overview.")
+                "takes `from`/`to` (local days of the site's time zone, inclusive) or `period` "
+                "(today, 7d, 30d, this_month, ...; default the last 30 days). Start with "
+                "describe_data or get_overview, then ask `query`.")
 
 MCP = McpServer("egis", API_VERSION, "egis analytics", INSTRUCTIONS, TOOLS)

@@ -3,8 +3,9 @@
 Every figure is an aggregate computed by the database (Peewee expressions, CTEs, window
 functions); Python only reshapes the few aggregated rows that come back. Definitions:
 
-Period       `from`/`to` are UTC calendar days, both inclusive, applied to the skew-corrected
-             event time (`occurred_at`); crawl hits and ingest health use the receive time.
+Period       `from`/`to` are calendar days of the site's time zone (UTC by default), both
+             inclusive, applied to the skew-corrected event time (`occurred_at`); crawl hits
+             and ingest health use the receive time.
 Weights      an event stored while its site was over quota carries weight 1/sample rate. Counts
              are SUM(weight) and say `estimated` when any row behind them has a weight other
              than 1. Sampling keeps or drops whole sessions, so a session (or visitor) weighs

@@ -1,14 +1,20 @@
 """What every query shares: the period, one read snapshot, weighted counts, the ranking engine."""
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from difflib import get_close_matches
+from functools import cached_property
+from time import monotonic
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from peewee import (
     SQL,
     Case,
     Expression,
+    OperationalError,
     Select,
     Value,
     fn,
@@ -19,42 +25,183 @@ from app.db import is_postgres
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
+PG_QUERY_CANCELED = "57014"  # statement_timeout
+SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
+DEFAULT_DAYS = 30
 WORK_MEM = "64MB"
+PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
+
+
+class ArgumentError(ValueError):
+    """A bad argument of a tool; the message is the one sentence the agent reads."""
+
+
+def closest(word: str, valid: list[str] | tuple[str, ...]) -> str:
+    """' Did you mean 'x'?' for the valid name closest to `word`, or ''."""
+    found = get_close_matches(str(word), list(valid), n=1, cutoff=0.5)
+    return f" Did you mean '{found[0]}'?" if found else ""
+
+
+def unknown(what: str, word: Any, valid: list[str] | tuple[str, ...]) -> ArgumentError:
+    """`Unknown metric 'visit'. Did you mean 'visits'? Valid metrics: a, b, c.`"""
+    return ArgumentError(f"Unknown {what} {word!r}.{closest(word, valid)} "
+                         f"Valid {what}s: {', '.join(valid)}.")
+
+
+def local_midnight(day: date, zone: ZoneInfo) -> datetime:
+    """The naive UTC instant at which the local `day` begins in `zone`."""
+    return datetime.combine(day, time(), tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
 class Period:
-    """UTC days `first` to `last`, both inclusive."""
+    """Local days `first` to `last`, both inclusive, of the IANA zone `timezone`. `start` and
+    `end` are the naive UTC instants (what `occurred_at` holds) bounding them, so a local day
+    across a DST change spans 23 or 25 hours."""
 
     first: date
     last: date
+    timezone: str = "UTC"
+
+    @cached_property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
 
     @property
     def start(self) -> datetime:
-        return datetime.combine(self.first, time())
+        return local_midnight(self.first, self.zone)
 
     @property
     def end(self) -> datetime:
-        return datetime.combine(self.last + timedelta(days=1), time())
+        return local_midnight(self.last + timedelta(days=1), self.zone)
+
+    @property
+    def days(self) -> int:
+        return (self.last - self.first).days + 1
 
     def covers(self, column: Any) -> Expression:
         return (column >= self.start) & (column < self.end)
 
+    def moved(self, first: date, last: date) -> "Period":
+        return Period(first, last, self.timezone)
+
+
+def today_in(timezone: str) -> date:
+    return datetime.now(UTC).astimezone(ZoneInfo(timezone)).date()
+
+
+def _years_before(day: date, years: int) -> date:
+    try:
+        return day.replace(year=day.year - years)
+    except ValueError:  # 29 February
+        return day.replace(year=day.year - years, day=28)
+
+
+def shorthand_period(name: str, today: date, timezone: str) -> Period:
+    """`period` (one of PERIODS): local days ending today, or a calendar month."""
+    month_start = today.replace(day=1)
+    if name == "this_month":
+        return Period(month_start, today, timezone)
+    if name == "last_month":
+        last = month_start - timedelta(days=1)
+        return Period(last.replace(day=1), last, timezone)
+    if name == "12mo":
+        return Period(_years_before(today, 1) + timedelta(days=1), today, timezone)
+    days = {"today": 1, "yesterday": 1, "7d": 7, "28d": 28, "30d": 30, "90d": 90}[name]
+    last = today - timedelta(days=1) if name == "yesterday" else today
+    return Period(last - timedelta(days=days - 1), last, timezone)
+
+
+def resolve_period(timezone: str, first: date | None = None, last: date | None = None,
+                   shorthand: str | None = None, today: date | None = None) -> Period:
+    """The period a tool call asks for: `from`/`to` (inclusive local days) or `period`,
+    by default the last 30 days ending today in the site's zone."""
+    today = today or today_in(timezone)
+    if shorthand is not None:
+        if first is not None or last is not None:
+            raise ArgumentError("Give either `period` or `from`/`to`, not both.")
+        if shorthand not in PERIODS:
+            raise unknown("period", shorthand, PERIODS)
+        return shorthand_period(shorthand, today, timezone)
+    last = last or today
+    first = first or last - timedelta(days=DEFAULT_DAYS - 1)
+    if first > last:
+        raise ArgumentError(f"`from` ({first}) is after `to` ({last}).")
+    if (last - first).days >= MAX_DAYS:
+        raise ArgumentError(f"The period spans more than {MAX_DAYS} days; "
+                            "ask for a year at most per call.")
+    return Period(first, last, timezone)
+
+
+def compare_period(period: Period, compare: Any) -> Period:
+    """The period a `compare` argument names: previous_period, year_over_year or
+    {"from", "to"}."""
+    if compare == "previous_period":
+        last = period.first - timedelta(days=1)
+        return period.moved(last - timedelta(days=period.days - 1), last)
+    if compare == "year_over_year":
+        return period.moved(_years_before(period.first, 1), _years_before(period.last, 1))
+    if isinstance(compare, dict) and set(compare) == {"from", "to"}:
+        try:
+            first, last = (date.fromisoformat(str(compare[key])) for key in ("from", "to"))
+        except ValueError:
+            raise ArgumentError("`compare.from` and `compare.to` must be dates (YYYY-MM-DD)."
+                                ) from None
+        return resolve_period(period.timezone, first, last)
+    raise ArgumentError(f"Invalid compare {compare!r}: give 'previous_period', "
+                        "'year_over_year' or {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}.")
+
+
+def sqlite_regexp(regex: str, value: Any) -> bool:
+    """SQLite's `value REGEXP regex` (SQLite has the operator but no function behind it)."""
+    return value is not None and re.search(regex, str(value)) is not None
+
+
+class QueryTimeoutError(Exception):
+    """A read ran past its statement time limit and was stopped."""
+
 
 @contextmanager
-def reading() -> Iterator[None]:
+def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     """One read-only transaction per tool call, so its statements see one snapshot.
 
     On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
-    off disk, and no JIT (compiling costs more than these queries run). Peewee has no spelling
-    for SET, hence the three statements, PostgreSQL only.
+    off disk, no JIT (compiling costs more than these queries run) and, with `timeout_seconds`,
+    a statement_timeout. Peewee has no spelling for SET, hence the statements, PostgreSQL only.
+    SQLite gets the `matches` filters' REGEXP function (sqlite_regexp) and the time
+    limit as a progress handler that interrupts a statement once the deadline has passed.
+    A statement stopped by the limit raises QueryTimeoutError.
     """
-    with database.atomic():
-        if is_postgres():
-            database.execute_sql("SET TRANSACTION READ ONLY")
-            database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
-            database.execute_sql("SET LOCAL jit = off")
-        yield
+    try:
+        with database.atomic():
+            if is_postgres():
+                database.execute_sql("SET TRANSACTION READ ONLY")
+                database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
+                database.execute_sql("SET LOCAL jit = off")
+                if timeout_seconds:
+                    milliseconds = max(1, int(timeout_seconds * 1000))
+                    database.execute_sql(f"SET LOCAL statement_timeout = {milliseconds}")
+                yield
+                return
+            database.obj.register_function(sqlite_regexp, "regexp", 2, deterministic=True)
+            connection = database.connection()
+            if timeout_seconds:
+                deadline = monotonic() + timeout_seconds
+                connection.set_progress_handler(lambda: int(monotonic() > deadline),
+                                                SQLITE_PROGRESS_STEPS)
+            try:
+                yield
+            finally:
+                connection.set_progress_handler(None, 0)
+    except OperationalError as error:
+        if _is_timeout(error):
+            raise QueryTimeoutError(str(error)) from None
+        raise
+
+
+def _is_timeout(error: OperationalError) -> bool:
+    code = getattr(getattr(error, "orig", None), "pgcode", None)
+    return code == PG_QUERY_CANCELED or "interrupted" in str(error)
 
 
 def when(condition: Any, value: Any) -> Case:

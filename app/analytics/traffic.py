@@ -14,7 +14,6 @@ from app.analytics.base import (
     MAX_DAYS,
     Period,
     as_count,
-    day_of,
     event_filter,
     event_rows,
     fetch,
@@ -24,12 +23,14 @@ from app.analytics.base import (
     url_pages,
     when,
 )
+from app.analytics.filters import parse_filters
+from app.analytics.query import INTERACTIONS, Query, read_figures
 from app.analytics.sql import json_text, query_param, url_host
-from models import Event, Site, database
+from app.analytics.vocabulary import dimension
+from models import Event, Site
 from models.event import EVENT_TYPES
 
 HEARTBEAT_SECONDS = 15
-INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
 DIRECT = "(direct)"
 
 
@@ -82,33 +83,24 @@ def session_entries(site: Site, since: datetime, until: datetime,
     return page_views, firsts, referrers, url_utm, entries
 
 
-def count_events(site_id: int, period: Period, limit: int, type_: str | None = None,
+def count_events(site: Site, period: Period, limit: int, type_: str | None = None,
                  name: str | None = None) -> dict[str, Any]:
-    where = event_filter(site_id, period, *([type_] if type_ else []))
-    if name is not None:
-        where &= Event.name == name
-    day = database.truncate_date("day", Event.occurred_at)
-    grouped = (Event.select(day.alias("day"), Event.name.alias("name"),
-                            fn.SUM(Event.weight).alias("w"), fn.COUNT(Event.id).alias("stored"),
-                            fn.MAX(is_sampled(Event.weight)).alias("sampled"))
-               .where(where).group_by(day, Event.name).cte("per_day_and_name"))
-    g = grouped.c
-    nothing = Value(None)
-    rows = (Select([grouped], [Value("day").alias("dim"), g.day.cast("TEXT").alias("key"),
-                               nothing.alias("unit"), g.w, g.w.alias("uw"), g.sampled])
-            + Select([grouped], [Value("name"), g.name, nothing, g.w, g.w, g.sampled])
-            .where(g.name.is_null(False))
-            + Select([grouped], [Value("stored"), Value("all"), nothing, g.stored, g.w,
-                                 Value(0)])
-            ).cte("counted")
-    ranked = top_keys(rows, {"day": MAX_DAYS, "name": limit, "stored": 1}, ctes=(grouped,))
-    days = sorted(ranked["day"].rows, key=lambda row: row["key"])
+    """Events per local day and per name, on the `query` compiler: `events` by `time:day` and
+    by `event:name` (named events only), filtered by type and name."""
+    filters = parse_filters([*([["is", "event:type", [type_]]] if type_ else []),
+                             *([["is", "event:name", [name]]] if name is not None else [])])
+    daily = read_figures(site, period, Query(("events",), (dimension("time:day"),), filters, (),
+                                             MAX_DAYS))
+    named = read_figures(site, period, Query(
+        ("events",), (dimension("event:name"),),
+        (*filters, *parse_filters([["is_not", "event:name", [None]]])), (), limit))
     return {
-        "type": type_, "name": name, "count": ranked["day"].total,
-        "stored_events": ranked["stored"].total,
-        "by_day": [{"date": day_of(row["key"]), "count": row["count"]} for row in days],
-        "by_name": [{"name": row["key"], "count": row["count"]} for row in ranked["name"].rows],
-        "estimated": ranked["day"].estimated,
+        "type": type_, "name": name, "count": daily.totals["events"],
+        "stored_events": daily.totals["stored"],
+        "by_day": [{"date": row["key"][0], "count": row["events"]} for row in daily.rows],
+        "by_name": [{"name": row["key"][0], "count": row["events"]}
+                    for row in named.rows[:limit]],
+        "estimated": daily.estimated,
     }
 
 

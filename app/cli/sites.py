@@ -1,4 +1,7 @@
-"""`flask sites ...`: one site per tracked domain, its plan and its monthly quota."""
+"""`flask sites ...`: one site per tracked domain, its plan, its monthly quota and its time zone."""
+from difflib import get_close_matches
+from zoneinfo import available_timezones
+
 import click
 import idna
 from flask.cli import AppGroup
@@ -46,8 +49,20 @@ def site_or_fail(domain: str) -> Site:
     return site
 
 
+def valid_timezone(name: str) -> str:
+    """`name` if it is an IANA time zone that zoneinfo knows here, else exit with one line
+    that suggests the closest name."""
+    zones = available_timezones()
+    if name in zones:
+        return name
+    close = get_close_matches(name, sorted(zones), n=1)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    fail(f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin or UTC.{hint}")
+
+
 def describe(site: Site) -> str:
-    return f"{site.domain}\tplan={site.plan}\tmonthly_quota={site.quota}"
+    zone = "" if site.timezone == "UTC" else f"\ttimezone={site.timezone}"
+    return f"{site.domain}\tplan={site.plan}\tmonthly_quota={site.quota}{zone}"
 
 
 plan_option = click.option(
@@ -57,18 +72,24 @@ plan_option = click.option(
 quota_option = click.option(
     "--monthly-quota", type=click.IntRange(min=0),
     help="Events a calendar month (UTC), instead of the plan's; kept until the next --plan.")
+timezone_option = click.option(
+    "--timezone", help="IANA time zone (Europe/Berlin) of the agent tools' days; default UTC.")
 
 
 @sites_cli.command("create")
 @click.argument("domain")
 @plan_option
 @quota_option
+@timezone_option
 @connected
-def sites_create(domain: str, plan: str | None, monthly_quota: int | None) -> None:
+def sites_create(domain: str, plan: str | None, monthly_quota: int | None,
+                 timezone: str | None) -> None:
     """Create a site for DOMAIN (a host name: no scheme, port or wildcard; IDNA allowed)."""
     domain = normalize_domain(domain)
+    zone = valid_timezone(timezone) if timezone is not None else "UTC"
     try:
-        site = Site.create(domain=domain, plan=plan or "free", monthly_quota=monthly_quota)
+        site = Site.create(domain=domain, plan=plan or "free", monthly_quota=monthly_quota,
+                           timezone=zone)
     except IntegrityError:
         fail(f"a site with domain {domain!r} already exists.")
     click.echo(describe(site))
@@ -78,14 +99,18 @@ def sites_create(domain: str, plan: str | None, monthly_quota: int | None) -> No
 @click.argument("domain")
 @plan_option
 @quota_option
+@timezone_option
 @connected
-def sites_update(domain: str, plan: str | None, monthly_quota: int | None) -> None:
-    """Change a site's plan or quota.
+def sites_update(domain: str, plan: str | None, monthly_quota: int | None,
+                 timezone: str | None) -> None:
+    """Change a site's plan, quota or time zone.
 
     --plan always brings the plan's own quota (up or down alike), so a custom quota never
     outlives the plan it was agreed for; give --monthly-quota with it to keep or set one.
     """
     site = site_or_fail(domain)
+    if timezone is not None:
+        site.timezone = valid_timezone(timezone)
     dropped = None
     if plan is not None:
         if monthly_quota is None and site.monthly_quota is not None:

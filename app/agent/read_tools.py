@@ -1,0 +1,210 @@
+"""The read surface's three tools: `describe_data`, `query` and `funnel` (DESIGN.md, "The agent
+read surface").
+
+Their arguments are validated in code (app.analytics: query.parse_query, filters.parse_filters,
+funnel.validate) rather than by marshmallow: an agent needs one sentence naming the argument,
+the valid values and the closest one, which marshmallow's per-field message dicts do not give.
+So the input schemas are written here as JSON Schema, without recursive `$ref` (some MCP
+clients reject them): a filter is described as an array and its structure checked in code.
+"""
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from typing import Any
+
+from flask import current_app
+
+from app.agent.protocol import Tool, ToolError, ToolOutput
+from app.agent.text import render_describe, render_funnel, render_query
+from app.analytics import base, describe, funnel, query
+from app.analytics.base import ArgumentError, closest
+from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
+from app.fields import whole_number
+from models import Site
+
+DEFAULT_TIMEOUT_SECONDS = 20.0  # EGIS_AGENT_QUERY_SECONDS: a statement's time limit
+TIMEOUT = ("The query ran longer than {seconds:g} s and was stopped. Narrow it: a shorter period, "
+           "fewer dimensions (time:day rather than time:hour), or filters.")
+
+
+@contextmanager
+def reading_or_tool_error() -> Iterator[None]:
+    """base.reading with the configured time limit; a stopped statement becomes a ToolError."""
+    seconds = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
+    try:
+        with base.reading(seconds):
+            yield
+    except base.QueryTimeoutError:
+        raise ToolError(TIMEOUT.format(seconds=seconds)) from None
+
+
+def _date(arguments: dict[str, Any], name: str) -> date | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str) and len(value) == len("YYYY-MM-DD"):
+            return date.fromisoformat(value)
+    except ValueError:
+        pass
+    raise ArgumentError(f"Invalid {name} {value!r}: give a date as YYYY-MM-DD.")
+
+
+PERIOD_PROPERTIES: dict[str, Any] = {
+    "from": {"type": "string", "format": "date",
+             "description": "First local day, inclusive (YYYY-MM-DD)."},
+    "to": {"type": "string", "format": "date",
+           "description": "Last local day, inclusive. Default: today."},
+    "period": {"type": "string", "enum": list(base.PERIODS),
+               "description": "Instead of from/to: days ending today. Default: 30d."},
+}
+PERIOD_KEYS = tuple(PERIOD_PROPERTIES)
+
+
+def _tool(name: str, title: str, description: str, properties: dict[str, Any],
+          required: list[str], output: dict[str, Any],
+          run: Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]],
+          render: Callable[[dict[str, Any]], str]) -> Tool:
+    valid = (*properties, *PERIOD_KEYS)
+
+    def handler(site: Site, arguments: dict[str, Any]) -> ToolOutput:
+        try:
+            for key in arguments:
+                if key not in valid:
+                    raise ArgumentError(f"Unknown argument {key!r} of {name}.{closest(key, valid)}"
+                                        f" Valid arguments: {', '.join(valid)}.")
+            period = base.resolve_period(site.timezone, _date(arguments, "from"),
+                                         _date(arguments, "to"), arguments.get("period"))
+            with reading_or_tool_error():
+                found = run(site, period, arguments)
+        except ArgumentError as error:
+            raise ToolError(str(error)) from None
+        structured = {"site": site.domain, "from": period.first.isoformat(),
+                      "to": period.last.isoformat(), "timezone": period.timezone, **found}
+        return ToolOutput(structured, render(structured))
+
+    input_schema = {"type": "object", "properties": {**properties, **PERIOD_PROPERTIES},
+                    "required": required, "additionalProperties": False}
+    output_schema = {"type": "object", "properties": {**ENVELOPE, **output},
+                     "required": [*ENVELOPE, *output]}
+    return Tool(name, title, description, input_schema, output_schema, handler)
+
+
+ENVELOPE: dict[str, Any] = {"site": {"type": "string"}, "from": {"type": "string"},
+                            "to": {"type": "string"}, "timezone": {"type": "string"},
+                            "estimated": {"type": "boolean"}}
+NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
+FILTERS = {
+    "type": "array", "items": {"type": "array"},
+    "description": "All must hold. Each: [op, dimension, [values]] with op is, is_not, "
+                   "contains, contains_not, matches, matches_not (`*` any run but `/`, `**` "
+                   "any run; whole value), optionally ending with {\"case_sensitive\": false}; "
+                   "or [\"and\", [filters]], [\"or\", [filters]], [\"not\", filter]. visit:* "
+                   "filters select visits, event:* filters select events.",
+}
+
+
+def _run_query(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+    return query.run_query(site, period, query.parse_query(arguments))
+
+
+QUERY = _tool(
+    "query", "Query",
+    "Metrics x dimensions x filters of the site's events, like Plausible's Stats API v2. "
+    "A visit is a session with a page view in the period; visit:* values are its first page "
+    "view's. Call describe_data for the definitions and this site's goals, events and property "
+    "keys.",
+    {"metrics": {"type": "array", "minItems": 1, "maxItems": 10,
+                 "items": {"type": "string", "enum": list(METRICS)}},
+     "dimensions": {"type": "array", "maxItems": 3, "items": {"type": "string"},
+                    "description": "Breakdowns: " + ", ".join(DIMENSION_NAMES) + "."},
+     "filters": FILTERS,
+     "compare": {"description": "\"previous_period\", \"year_over_year\" or "
+                                "{\"from\": date, \"to\": date}.",
+                 "anyOf": [{"type": "string", "enum": ["previous_period", "year_over_year"]},
+                           {"type": "object", "properties": {
+                               "from": {"type": "string", "format": "date"},
+                               "to": {"type": "string", "format": "date"}},
+                            "required": ["from", "to"], "additionalProperties": False}]},
+     "order_by": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2,
+                                             "items": {"type": "string"}},
+                  "description": "[[metric or dimension, \"asc\"|\"desc\"]]; default: first "
+                                 "metric descending, time ascending."},
+     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+     "offset": {"type": "integer", "minimum": 0, "default": 0}},
+    ["metrics"],
+    {"metrics": {"type": "array", "items": {"type": "string"}},
+     "dimensions": {"type": "array", "items": {"type": "string"}},
+     "results": {"type": "array", "items": {"type": "object", "properties": {
+         "dimensions": {"type": "array", "items": {"type": ["string", "null"]}},
+         "metrics": NUMBERS,
+         "comparison": {"type": "object", "properties": {"metrics": NUMBERS,
+                                                         "change": NUMBERS}}},
+         "required": ["dimensions", "metrics"]}},
+     "totals": NUMBERS, "total_rows": {"type": "integer"},
+     "warnings": {"type": "array", "items": {"type": "string"}}},
+    _run_query, render_query)
+
+
+def _run_funnel(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+    unit = arguments.get("unit", "visit")
+    raw_window = arguments.get("window_hours", funnel.DEFAULT_WINDOW_HOURS)
+    whole = whole_number(raw_window)  # 24.0 is 24, as JSON Schema's integer says
+    window = raw_window if whole is None else whole
+    steps = funnel.validate(arguments.get("steps"), unit, window)
+    filters = query.parse_filters(arguments.get("filters"), visit_only=True)
+    return funnel.funnel(site, period, steps, unit, window, filters)
+
+
+STEP_NUMBERS = {"type": ["number", "null"]}
+FUNNEL = _tool(
+    "funnel", "Funnel",
+    "How many visits (or visitors) go through 2-8 ordered steps: counts, conversion from step 1 "
+    "and from the step before, drop-off. A unit reaches step k with a matching event at or "
+    "after it reached step k-1.",
+    {"steps": {"type": "array", "minItems": 2, "maxItems": 8, "items": {
+        "type": "object", "properties": {
+            "page": {"type": "string", "description": "A path or pattern (* and **)."},
+            "goal": {"type": "string"}, "event": {"type": "string",
+                                                  "description": "A custom event's name."},
+            "label": {"type": "string"}}, "additionalProperties": False},
+        "description": "Each {\"page\"|\"goal\"|\"event\": ..., \"label\"?: ...}."},
+     "unit": {"type": "string", "enum": ["visit", "visitor"], "default": "visit"},
+     "window_hours": {"type": "integer", "minimum": 1, "maximum": funnel.MAX_WINDOW_HOURS,
+                      "default": funnel.DEFAULT_WINDOW_HOURS,
+                      "description": "Visitor unit: hours from its first step-1 event."},
+     "filters": {**FILTERS, "description": "visit:* filters only, as in query."}},
+    ["steps"],
+    {"unit": {"type": "string"}, "window_hours": {"type": ["integer", "null"]},
+     "steps": {"type": "array", "items": {"type": "object", "properties": {
+         "label": {"type": "string"}, "count": {"type": "integer"},
+         "conversion_rate": STEP_NUMBERS, "step_conversion_rate": STEP_NUMBERS,
+         "dropoff": {"type": ["integer", "null"]}},
+         "required": ["label", "count", "conversion_rate", "step_conversion_rate",
+                      "dropoff"]}}},
+    _run_funnel, render_funnel)
+
+
+def _run_describe(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+    extra = {key: arguments[key] for key in ("dimension", "search", "limit")
+             if arguments.get(key) is not None}
+    found = describe.describe(site, period, **extra)
+    found.pop("timezone", None)  # the envelope says it
+    return found
+
+
+DESCRIBE = _tool(
+    "describe_data", "Describe the data",
+    "Start here: the metric and dimension vocabulary with definitions, and what this site has "
+    "in the period (events by type, goal and custom event names, property keys and the events "
+    "carrying them, first and last event, time zone, sampling). With `dimension`: its values "
+    "with their visitors.",
+    {"dimension": {"type": "string", "description": "List this dimension's values."},
+     "search": {"type": "string", "description": "Only values containing this (any case)."},
+     "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
+               "default": describe.DEFAULT_VALUES}},
+    [],
+    {"metrics": {"type": "object"}, "dimensions": {"type": "object"}},
+    _run_describe, render_describe)
+
+READ_TOOLS = [DESCRIBE, QUERY, FUNNEL]

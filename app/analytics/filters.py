@@ -1,0 +1,218 @@
+"""The agent's `filters`: parsed and validated into a tree, compiled into SQL conditions.
+
+A filter list (all must hold) of `[op, dimension, [values...]]` (optionally ending with
+`{"case_sensitive": false}`), `["and", [...]]`, `["or", [...]]` and `["not", filter]`. Names come
+from the vocabulary; values are always bound parameters, never SQL text.
+
+`matches` patterns (`*` any run of characters but `/`, `**` any run, the whole value) become an
+anchored regular expression in the common subset of Python's `re` and PostgreSQL's ARE
+(literals escaped, `[^/]*`, `.*`, a leading `(?i)`): PostgreSQL applies it with `~`, SQLite (no
+REGEXP of its own) with a Python function registered on its connections
+(base.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
+condition per `*`.
+"""
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from peewee import Case, ColumnBase, Expression, fn
+
+from app.analytics.base import ArgumentError, unknown
+from app.analytics.vocabulary import Dimension, Row, dimension
+from app.db import is_postgres
+
+OPS = ("is", "is_not", "contains", "contains_not", "matches", "matches_not")
+LOGIC = ("and", "or", "not")
+MAX_VALUES = 100
+MAX_VALUE_LENGTH = 1000
+MAX_DEPTH = 5
+SHAPE = ('a filter is [op, dimension, [values...]] (optionally ending with '
+         '{"case_sensitive": false}), ["and", [filters]], ["or", [filters]] or ["not", filter]')
+
+
+@dataclass(frozen=True)
+class Leaf:
+    op: str
+    dimension: Dimension
+    values: tuple[str | None, ...]
+    case_sensitive: bool = True
+
+    @property
+    def positive(self) -> str:
+        return self.op.removesuffix("_not")
+
+
+@dataclass(frozen=True)
+class Logic:
+    op: str  # and, or, not
+    children: tuple["Node", ...]
+
+
+Node = Leaf | Logic
+Filters = tuple[Node, ...]
+
+
+def parse_filters(raw: Any, *, visit_only: bool = False) -> Filters:
+    """The agent's `filters` as a tree; an ArgumentError names what is wrong."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ArgumentError(f"`filters` must be a list of filters; {SHAPE}.")
+    return tuple(_node(item, visit_only, 1) for item in raw)
+
+
+def _node(item: Any, visit_only: bool, depth: int) -> Node:
+    if depth > MAX_DEPTH:
+        raise ArgumentError(f"`filters` nest deeper than {MAX_DEPTH} levels; flatten them.")
+    if not isinstance(item, list) or not item or not isinstance(item[0], str):
+        raise ArgumentError(f"Invalid filter {_short(item)}: {SHAPE}.")
+    op = item[0]
+    if op in ("and", "or"):
+        if len(item) != 2 or not isinstance(item[1], list) or not item[1]:
+            raise ArgumentError(f"Invalid filter {_short(item)}: [\"{op}\", [filters]] takes a "
+                                "non-empty list of filters.")
+        return Logic(op, tuple(_node(child, visit_only, depth + 1) for child in item[1]))
+    if op == "not":
+        if len(item) != 2:
+            raise ArgumentError(f"Invalid filter {_short(item)}: [\"not\", filter] takes one "
+                                "filter.")
+        return Logic(op, (_node(item[1], visit_only, depth + 1),))
+    if op not in OPS:
+        raise unknown("filter operator", op, OPS + LOGIC)
+    return _leaf(item, visit_only)
+
+
+def _leaf(item: list[Any], visit_only: bool) -> Leaf:
+    op = item[0]
+    if len(item) not in (3, 4) or not isinstance(item[2], list):
+        raise ArgumentError(f"Invalid filter {_short(item)}: {SHAPE}.")
+    found = dimension(item[1], "filter dimension")
+    if found.kind == "time":
+        raise ArgumentError(f"Invalid filter {_short(item)}: time dimensions cannot be "
+                            "filtered; use `from`/`to` or `period`.")
+    if visit_only and found.kind != "visit":
+        raise ArgumentError(f"Invalid filter {_short(item)}: only visit:* dimensions can "
+                            "filter here.")
+    values = item[2]
+    if not 1 <= len(values) <= MAX_VALUES:
+        raise ArgumentError(f"Invalid filter {_short(item)}: give 1 to {MAX_VALUES} values.")
+    for value in values:
+        if value is None and op in ("is", "is_not"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int | float) \
+                or len(str(value)) > MAX_VALUE_LENGTH:
+            raise ArgumentError(f"Invalid filter {_short(item)}: values are strings or numbers "
+                                f"of at most {MAX_VALUE_LENGTH} characters (null only with "
+                                "is and is_not).")
+    case_sensitive = True
+    if len(item) == 4:
+        options = item[3]
+        if not isinstance(options, dict) or set(options) != {"case_sensitive"} \
+                or not isinstance(options["case_sensitive"], bool):
+            raise ArgumentError(f"Invalid filter {_short(item)}: the optional last element is "
+                                '{"case_sensitive": false}.')
+        case_sensitive = options["case_sensitive"]
+    return Leaf(op, found, tuple(None if v is None else str(v) for v in values),
+                case_sensitive)
+
+
+def _short(item: Any) -> str:
+    text = repr(item)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def leaves(filters: Filters) -> list[Leaf]:
+    found: list[Leaf] = []
+    for node in filters:
+        found.extend([node] if isinstance(node, Leaf) else leaves(node.children))
+    return found
+
+
+def kinds(filters: Filters) -> set[str]:
+    return {leaf.dimension.kind for leaf in leaves(filters)}
+
+
+# --- Compiling -----------------------------------------------------------------------------
+
+def pattern_regex(pattern: str) -> str:
+    """A `matches` pattern as an anchored regular expression: `**` any run, `*` any run
+    without `/`, everything else literal."""
+    parts = []
+    for index, chunk in enumerate(pattern.split("**")):
+        if index:
+            parts.append(".*")
+        parts.append("[^/]*".join(re.escape(piece) for piece in chunk.split("*")))
+    return "^" + "".join(parts) + "$"
+
+
+def regexp(column: Any, regex: str, case_sensitive: bool = True) -> Expression:
+    """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (base.reading registers it)."""
+    return column.regexp(regex if case_sensitive else "(?i)" + regex)
+
+
+def _position(text: Any, needle: str) -> ColumnBase:
+    """1-based position of `needle` in `text`, 0 when absent: a substring test without LIKE
+    (whose `%` and `_` in the agent's value would need escaping)."""
+    return fn.strpos(text, needle) if is_postgres() else fn.instr(text, needle)
+
+
+def _holds(condition: Any) -> Expression:
+    """1 where `condition` is true, 0 where false or NULL: negations then include NULLs."""
+    return Case(None, [(condition, 1)], 0)
+
+
+def _positive(leaf: Leaf, value: Any) -> Any:
+    column = value if leaf.case_sensitive else fn.lower(value)
+    texts = [v if leaf.case_sensitive else v.lower() for v in leaf.values if v is not None]
+    if leaf.positive == "is":
+        conditions = [column.in_(texts)] if texts else []
+        if None in leaf.values:
+            conditions.append(value.is_null())
+    elif leaf.positive == "contains":
+        conditions = [_position(column, text) > 0 for text in texts]
+    else:
+        conditions = [regexp(value, pattern_regex(text), leaf.case_sensitive)
+                      for text in texts]
+    condition = conditions[0]
+    for other in conditions[1:]:
+        condition |= other
+    return condition
+
+
+def compile_filters(filters: Filters, row: Row,
+                    keep: Callable[[Leaf], bool] = lambda _leaf: True) -> Expression | None:
+    """The condition on `row` (event and visit columns) that all `filters` hold; leaves for
+    which `keep` is false are left out (conversion_rate's denominator drops the goal)."""
+    conditions = [c for c in (_compile(node, row, keep) for node in filters) if c is not None]
+    return _all(conditions)
+
+
+def _all(conditions: list[Any]) -> Any:
+    if not conditions:
+        return None
+    result = conditions[0]
+    for condition in conditions[1:]:
+        result &= condition
+    return result
+
+
+def _compile(node: Node, row: Row, keep: Callable[[Leaf], bool]) -> Any:
+    if isinstance(node, Leaf):
+        if not keep(node):
+            return None
+        holds = _holds(_positive(node, node.dimension.sql(row)))
+        return holds == (0 if node.op.endswith("_not") else 1)
+    children = [c for c in (_compile(child, row, keep) for child in node.children)
+                if c is not None]
+    if not children:
+        return None
+    if node.op == "not":
+        return _holds(children[0]) == 0
+    if node.op == "and":
+        return _all(children)
+    result = children[0]
+    for child in children[1:]:
+        result |= child
+    return result
+

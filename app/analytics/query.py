@@ -1,0 +1,518 @@
+"""The `query` compiler: metrics x dimensions x filters of the vocabulary into one SQL statement
+per figure set (rows, totals, a conversion denominator, a comparison period), on PostgreSQL
+and SQLite alike. Definitions: DESIGN.md, "The agent read surface", and app.analytics.vocabulary.
+
+The statement, as CTEs:
+  visits          one row per visit (a session id with a page view in the period): its visitor,
+                  weight, page views, bounce, duration (a hash aggregate per session) and the
+                  visit:* columns the query uses, read from its first page view (last for
+                  exit_page); built only when a visit metric, dimension or filter needs it.
+  grouped         the events that event filters select, summed per (event dimensions,
+                  session); without event dimensions and filters this is the visits' own pass.
+  selected        grouped joined to its visit: the dimension values d0, d1, d2, the visit's
+                  figures, and the visit filters applied.
+  per_visit       (dimensions, visit) pairs: a visit counts in a row when it has a selected event
+                  with the row's values; per_visitor likewise for visitor ids.
+  parts           event sums, visit sums and visitor sums per row (grand 0) and over everything
+                  (grand 1: the totals), UNION ALL, summed per row.
+Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
+"""
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from typing import Any
+
+from peewee import JOIN, SQL, Case, Select, Value, fn
+
+from app.analytics.base import (
+    ArgumentError,
+    Period,
+    compare_period,
+    fetch,
+    is_sampled,
+    unknown,
+    when,
+)
+from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
+from app.analytics.vocabulary import (
+    LAST_PAGE_VIEW_COLUMNS,
+    RATES,
+    VISIT_COLUMNS,
+    Dimension,
+    Row,
+    dimension,
+    metric,
+    seconds_between,
+)
+from app.fields import whole_number
+from models import Event, Site
+
+INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
+MAX_METRICS, MAX_DIMENSIONS = 10, 3
+MAX_LIMIT, DEFAULT_LIMIT = 1000, 100
+ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut
+# "stored": events as stored rows, unweighted (count_events reports it)
+SUMS = ("events", "stored", "pageviews", "visits", "bounces", "views", "duration", "visitors")
+VISIT_METRICS = frozenset({"visitors", "visits", "bounce_rate", "views_per_visit",
+                           "visit_duration", "conversion_rate", "percentage"})
+GOAL = "event:goal"
+
+
+@dataclass(frozen=True)
+class Query:
+    metrics: tuple[str, ...]
+    dimensions: tuple[Dimension, ...]
+    filters: Filters
+    order_by: tuple[tuple[str, str], ...]
+    limit: int = DEFAULT_LIMIT
+    offset: int = 0
+    compare: Any = None
+
+
+# --- Arguments ---------------------------------------------------------------------------
+
+def _names(raw: Any, argument: str, least: int, most: int) -> list[Any]:
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not least <= len(raw) <= most:
+        raise ArgumentError(f"`{argument}` must be a list of {least} to {most} names.")
+    if len(set(map(str, raw))) != len(raw):
+        raise ArgumentError(f"`{argument}` names one of them twice.")
+    return raw
+
+
+def _integer(raw: Any, argument: str, low: int, high: int, default: int) -> int:
+    if raw is None:
+        return default
+    value = whole_number(raw)  # 100.0 is 100, as JSON Schema's integer says
+    if value is None or not low <= value <= high:
+        raise ArgumentError(f"`{argument}` must be an integer from {low} to {high}.")
+    return value
+
+
+def goal_leaf(filters: Filters) -> Leaf | None:
+    """The top-level `is` filter on event:goal, which conversion_rate can use."""
+    for node in filters:
+        if isinstance(node, Leaf) and node.op == "is" and node.dimension.name == GOAL:
+            return node
+    return None
+
+
+def parse_query(arguments: dict[str, Any]) -> Query:
+    """The validated query; an ArgumentError names the first bad argument."""
+    metrics = tuple(metric(name).name for name in
+                    _names(arguments.get("metrics"), "metrics", 1, MAX_METRICS))
+    dimensions = tuple(dimension(name) for name in
+                       _names(arguments.get("dimensions"), "dimensions", 0, MAX_DIMENSIONS))
+    filters = parse_filters(arguments.get("filters"))
+    if "percentage" in metrics and not dimensions:
+        raise ArgumentError("Metric 'percentage' needs a dimension: add one to `dimensions`.")
+    names = [d.name for d in dimensions]
+    if "conversion_rate" in metrics and GOAL not in names and goal_leaf(filters) is None:
+        raise ArgumentError("Metric 'conversion_rate' needs 'event:goal' in `dimensions` or "
+                            "an [\"is\", \"event:goal\", [...]] filter.")
+    order = arguments.get("order_by")
+    order_by = []
+    if order is not None:
+        if not isinstance(order, list):
+            raise ArgumentError('`order_by` must be a list of [name, "asc"|"desc"] pairs.')
+        for pair in order:
+            if not isinstance(pair, list) or len(pair) != 2 or pair[1] not in ("asc", "desc"):
+                raise ArgumentError(f'Invalid order_by {pair!r}: give [name, "asc"|"desc"].')
+            if pair[0] not in (*metrics, *names):
+                raise unknown("order_by name", pair[0], (*metrics, *names))
+            order_by.append((pair[0], pair[1]))
+    return Query(metrics, dimensions, filters, tuple(order_by),
+                 _integer(arguments.get("limit"), "limit", 1, MAX_LIMIT, DEFAULT_LIMIT),
+                 _integer(arguments.get("offset"), "offset", 0, 10**9, 0),
+                 arguments.get("compare"))
+
+
+# --- SQL -----------------------------------------------------------------------------------
+
+def visit_figures() -> list[Any]:
+    """Per session (grouped by session_id): its visitor, weight, page views, bounce and
+    duration; `views` > 0 makes it a visit."""
+    views = fn.SUM(when(Event.type == "pageview", 1))
+    interactions = fn.SUM(when(Event.type.in_(INTERACTIONS), 1))
+    return [fn.MAX(Event.anonymous_id).alias("visitor"), fn.MAX(Event.weight).alias("w"),
+            views.alias("views"),
+            Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
+            seconds_between(fn.MIN(Event.occurred_at), fn.MAX(Event.occurred_at))
+            .alias("duration")]
+
+
+def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
+               per_session: Any = None) -> tuple[Any, ...]:
+    """CTEs ending with one row per visit of `period`: session_id, visitor, w, views,
+    bounced, duration and the visit:* `columns`, from the visit's first (exit_page: last) page
+    view. The per-visit figures are a hash aggregate over the period's events (or
+    `per_session`, a CTE of the caller that already has them as `sid` and visit_figures());
+    only the page views are sorted, and only when a visit:* column is wanted."""
+    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
+             & Event.session_id.is_null(False))
+    if per_session is None:
+        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures())
+                       .where(scope).group_by(Event.session_id).cte(f"{name}_sessions"))
+    p = per_session.c
+    stats = (Select([per_session], [p.sid.alias("session_id"), p.visitor, p.w, p.views,
+                                    p.bounced, p.duration])
+             .where(p.sid.is_null(False) & (p.views > 0)).cte(f"{name}_stats"))
+    stats_ctes = (per_session, stats)
+    wanted = sorted(columns)
+    if not wanted:
+        return stats_ctes  # the last one, stats, is the visits
+    order = [Event.occurred_at, Event.id]
+    ranks = [fn.ROW_NUMBER().over(partition_by=[Event.session_id], order_by=order)
+             .alias("first_rank")]
+    if LAST_PAGE_VIEW_COLUMNS & columns:
+        ranks.append(fn.ROW_NUMBER().over(partition_by=[Event.session_id],
+                                          order_by=[Event.occurred_at.desc(), Event.id.desc()])
+                     .alias("last_rank"))
+    ranked = (Event.select(Event.session_id.alias("session_id"),
+                           *[VISIT_COLUMNS[column](Event).alias(column) for column in wanted],
+                           *ranks)
+              .where(scope & (Event.type == "pageview")).cte(f"{name}_page_views"))
+    r = ranked.c
+    attributes = (Select([ranked], [r.session_id, *[
+        fn.MAX(Case(None, [((r.last_rank if column in LAST_PAGE_VIEW_COLUMNS
+                             else r.first_rank) == 1, getattr(r, column))])).alias(column)
+        for column in wanted]]).group_by(r.session_id).cte(f"{name}_attributes"))
+    a, t = attributes.c, stats.c
+    visits = (Select([stats.join(attributes, on=(a.session_id == t.session_id))],
+                     [t.session_id, t.visitor, t.w, t.views, t.bounced, t.duration,
+                      *[getattr(a, column) for column in wanted]]).cte(name))
+    return (*stats_ctes, ranked, attributes, visits)
+
+
+def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
+    """The session ids of the visits of `period` whose visit:* values satisfy `filters`
+    (visit filters only, as parse_filters(..., visit_only=True) gives)."""
+    *ctes, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
+    condition = compile_filters(filters, Row(None, visits.c, period))
+    query = Select([visits], [visits.c.session_id]).with_cte(*dict.fromkeys([*ctes, visits]))
+    return query.where(condition) if condition is not None else query
+
+
+def _visit_columns(dimensions: tuple[Dimension, ...], filters: Filters) -> set[str]:
+    used = [*dimensions, *(leaf.dimension for leaf in leaves(filters))]
+    return {d.name.split(":", 1)[1] for d in used if d.kind == "visit"}
+
+
+def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+               filters_keep: Any = None) -> Select:
+    """Per row of `dimensions`: the SUMS, `sampled` and `total_rows`."""
+    filters = query.filters
+    needs_visits = bool(VISIT_METRICS & set(query.metrics)) or "visit" in kinds(filters) \
+        or any(d.kind == "visit" for d in dimensions)
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    keep = filters_keep or (lambda _leaf: True)
+    event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
+                  if d.kind != "visit"]
+    # Without event dimensions and event filters the events are summed per session, which is
+    # the scan the visit figures need too: one pass over the period's events, not two.
+    shared = needs_visits and not event_keys and not any(
+        keep(leaf) and leaf.dimension.kind != "visit" for leaf in leaves(filters))
+    scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
+    sums = [fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
+            fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+            fn.MAX(is_sampled(Event.weight)).alias("sampled")]
+    ctes: list[Any] = []
+    visits = None
+    per_session = None
+    if shared:
+        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures(), *sums)
+                       .where(scope).group_by(Event.session_id).cte("grouped"))
+    if needs_visits:
+        *built, visits = visits_cte(site, period, _visit_columns(dimensions, filters),
+                                    per_session=per_session)
+        ctes += [*built, visits]
+    # Events are summed per (event dimensions, session) first, and the visits joined to those
+    # sums: a visit's columns are the same on all its events. A filter node that mixes visit
+    # and event dimensions (an `or` across both) needs the visit on each event instead.
+    mixed = any(len(kinds((node,))) > 1 for node in filters)
+    event_row = Row(Event, visits.c if mixed else None, period)
+    grouped = per_session
+    if grouped is None:
+        where = scope
+        condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
+            mixed or leaf.dimension.kind != "visit"))
+        if condition is not None:
+            where &= condition
+        # grouped by the output names: the same expression twice would bind its parameters
+        # twice, and PostgreSQL could not tell that the two are one
+        grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
+                               Event.session_id.alias("sid"), *sums)
+        if mixed:
+            grouped = grouped.join(visits, JOIN.LEFT_OUTER,
+                                   on=(visits.c.session_id == Event.session_id))
+        grouped = (grouped.where(where).group_by(*[SQL(f'"{key}"') for key, _d in event_keys],
+                                                 Event.session_id).cte("grouped"))
+        ctes.append(grouped)
+    g = grouped.c
+    columns = [getattr(g, key).alias(key) if d.kind != "visit"
+               else d.sql(Row(None, visits.c, period)).alias(key)
+               for key, d in zip(keys, dimensions, strict=True)]
+    visit_columns = [] if visits is None else [
+        visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
+        visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
+        visits.c.views.alias("vpv"), visits.c.duration.alias("vdur")]
+    selected = Select([grouped], [*columns, g.events, g.stored, g.pageviews, g.sampled,
+                                  *visit_columns])
+    if visits is not None:
+        selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
+        visit_condition = None if mixed else compile_filters(
+            filters, Row(None, visits.c, period),
+            lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
+        if "visit" in kinds(filters):  # visit:* filters select visits' events only
+            visit_condition = visits.c.session_id.is_null(False) & (
+                visit_condition if visit_condition is not None else True)
+        if visit_condition is not None:
+            selected = selected.where(visit_condition)
+    selected = selected.cte("selected")
+    ctes.append(selected)
+    s = selected.c
+
+    def branch(grand: int) -> Any:
+        """The sums per row of the dimensions (grand 0) or over everything (grand 1, the
+        totals), from the same `selected` rows, so one statement reads the table once."""
+        names = keys if grand == 0 else []
+        suffix = "_rows" if grand == 0 else "_all"
+        # event:goal rows are the goals: no row for the events that are not one
+        # and a visit:* dimension splits visits: events outside any visit are in no row
+        in_rows: Any = True
+        for key, d in zip(keys, dimensions, strict=True):
+            if grand == 0 and d.name == GOAL:
+                in_rows &= getattr(s, key).is_null(False)
+            if grand == 0 and d.kind == "visit":
+                in_rows &= s.vid.is_null(False)
+
+        def part(source: Any, sums: dict[str, Any], sampled: Any, where: Any = True) -> Select:
+            c = source.c
+            columns = [getattr(c, key) for key in names]
+            found = Select([source], [
+                Value(grand).alias("grand"),
+                *(columns or [Value(None).alias(key) for key in keys]),
+                *[sums.get(name, Value(0)).alias(name) for name in SUMS],
+                sampled.alias("sampled")]).where(where)
+            return found.group_by(*columns) if columns else found
+
+        parts = part(selected, {"events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
+                                "pageviews": fn.SUM(s.pageviews)}, fn.MAX(s.sampled), in_rows)
+        if visits is None:
+            return parts
+        per_visit = (Select([selected], [*[getattr(s, key) for key in names], s.vid,
+                                         fn.MAX(s.vw).alias("w"),
+                                         fn.MAX(s.visitor).alias("visitor"),
+                                         fn.MAX(s.bounced).alias("bounced"),
+                                         fn.MAX(s.vpv).alias("vpv"),
+                                         fn.MAX(s.vdur).alias("vdur")])
+                     .where(s.vid.is_null(False) & in_rows)
+                     .group_by(*[getattr(s, key) for key in names], s.vid)
+                     .cte("per_visit" + suffix))
+        v = per_visit.c
+        per_visitor = (Select([per_visit], [*[getattr(v, key) for key in names], v.visitor,
+                                            fn.MAX(v.w).alias("w")])
+                       .where(v.visitor.is_null(False))
+                       .group_by(*[getattr(v, key) for key in names], v.visitor)
+                       .cte("per_visitor" + suffix))
+        ctes.extend([per_visit, per_visitor])
+        return (parts
+                + part(per_visit, {"visits": fn.SUM(v.w), "bounces": fn.SUM(v.bounced * v.w),
+                                   "views": fn.SUM(v.vpv * v.w),
+                                   "duration": fn.SUM(v.vdur * v.w)}, fn.MAX(is_sampled(v.w)))
+                + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
+
+    combined = (branch(0) + branch(1) if keys else branch(1)).cte("parts")
+    ctes.append(combined)
+    c = combined.c
+    groups = [c.grand, *[getattr(c, key) for key in keys]]
+    final = (Select([combined], [c.grand, *[getattr(c, key).alias(key) for key in keys],
+                                 *[fn.SUM(getattr(c, name)).alias(name) for name in SUMS],
+                                 fn.MAX(c.sampled).alias("sampled"),
+                                 fn.COUNT(SQL("*")).over(partition_by=[c.grand])
+                                 .alias("total_rows")])
+             .group_by(*groups).order_by(c.grand.desc(), fn.SUM(c.events).desc())
+             .limit(ROW_CAP + 1))
+    return final.with_cte(*ctes)
+
+
+def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+                 filters_keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(rows by the dimensions, the totals row), from one statement."""
+    found = fetch(_statement(site, period, query, dimensions, filters_keep))
+    return [row for row in found if row["grand"] == 0], found[0]
+
+
+# --- Figures -------------------------------------------------------------------------------
+
+def _ratio(part: float, whole: float, scale: float, digits: int) -> float | None:
+    return round(part / whole * scale, digits) if whole else None
+
+
+def _figures(sums: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of one row from its sums (percentage and conversion_rate added later)."""
+    s = {name: float(sums.get(name) or 0) for name in SUMS}
+    duration = _ratio(s["duration"], s["visits"], 1, 0)
+    return {"visitors": round(s["visitors"]), "visits": round(s["visits"]),
+            "pageviews": round(s["pageviews"]), "events": round(s["events"]),
+            "stored": round(s["stored"]),
+            "bounce_rate": _ratio(s["bounces"], s["visits"], 100, 1),
+            "views_per_visit": _ratio(s["views"], s["visits"], 1, 2),
+            "visit_duration": None if duration is None else int(duration),
+            "_visits": s["visits"], "_visitors": s["visitors"]}
+
+
+@dataclass(frozen=True)
+class Figures:
+    rows: list[dict[str, Any]]  # {"key": tuple, **metric values}
+    totals: dict[str, Any]
+    total_rows: int
+    estimated: bool
+    capped: bool
+
+
+def _keyed(rows: list[dict[str, Any]], count: int) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return {tuple(row[f"d{index}"] for index in range(count)): row for row in rows}
+
+
+def read_figures(site: Site, period: Period, query: Query) -> Figures:
+    """The figures of `query`, rows in the query's order (for the kept tools it subsumes)."""
+    figures = _read(site, period, query)
+    return replace(figures, rows=_ordered(query, figures.rows))
+
+
+def _read(site: Site, period: Period, query: Query) -> Figures:
+    dims = query.dimensions
+    found, total = _figure_rows(site, period, query, dims)
+    if not dims:
+        found = [total]
+    rows = [{"key": key, **_figures(row)} for key, row in _keyed(found, len(dims)).items()]
+    totals = _figures(total)
+    estimated = bool(total["sampled"])
+    total_rows = int(found[0]["total_rows"]) if found else 0
+    if "conversion_rate" in query.metrics:
+        _conversion(site, period, query, rows, totals)
+    if "percentage" in query.metrics:
+        for row in rows:
+            row["percentage"] = _ratio(row["_visitors"], totals["_visitors"], 100, 1)
+    totals["percentage"] = None
+    return Figures(rows, totals, total_rows, estimated, total_rows > len(rows))
+
+
+def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, Any]],
+                totals: dict[str, Any]) -> None:
+    """conversion_rate: the row's visits over the visits counted without the goal condition
+    (the event:goal dimension, or the `is` filter on it)."""
+    names = [d.name for d in query.dimensions]
+    if GOAL in names:
+        at = names.index(GOAL)
+        others = tuple(d for d in query.dimensions if d.name != GOAL)
+        base, whole = _figure_rows(site, period, query, others)
+        bases = _keyed(base if others else [whole], len(others))
+        for row in rows:
+            rest = row["key"][:at] + row["key"][at + 1:]
+            row["conversion_rate"] = _ratio(row["_visits"],
+                                            float(bases.get(rest, {}).get("visits") or 0), 100, 1)
+        totals["conversion_rate"] = None
+        return
+    leaf = goal_leaf(query.filters)
+
+    def keep(candidate: Leaf) -> bool:
+        return candidate is not leaf
+
+    base, whole = _figure_rows(site, period, query, query.dimensions, keep)
+    bases = _keyed(base if query.dimensions else [whole], len(query.dimensions))
+    for row in rows:
+        row["conversion_rate"] = _ratio(row["_visits"],
+                                        float(bases.get(row["key"], {}).get("visits") or 0),
+                                        100, 1)
+    totals["conversion_rate"] = _ratio(totals["_visits"], float(whole["visits"] or 0), 100, 1)
+
+
+def _sort_key(value: Any, descending: bool) -> tuple[bool, Any]:
+    """Nulls last in either direction."""
+    if value is None:
+        return (not descending, "")
+    return (descending, value)
+
+
+def _ordered(query: Query, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    names = [d.name for d in query.dimensions]
+    order = list(query.order_by) or (
+        [(name, "asc") for name in names if name.startswith("time:")]
+        or [(query.metrics[0], "desc")])
+    for name in names:  # ties in dimension order, deterministic
+        if name not in [n for n, _ in order]:
+            order.append((name, "asc"))
+    for name, direction in reversed(order):
+        if name in names:
+            index = names.index(name)
+            value = lambda row, i=index: row["key"][i]  # noqa: E731
+        else:
+            value = lambda row, n=name: row[n]  # noqa: E731
+        descending = direction == "desc"
+        rows.sort(key=lambda row, v=value, d=descending: _sort_key(v(row), d),
+                  reverse=descending)
+    return rows
+
+
+def _change(name: str, current: Any, before: Any) -> float | None:
+    if current is None or before is None:
+        return None
+    if name in RATES:
+        return round(current - before, 1)
+    return round((current - before) / before * 100, 1) if before else None
+
+
+def _shift(value: Any, name: str, days: int, months: int) -> Any:
+    """A comparison period's time bucket moved onto the queried period's, so rows match."""
+    if value is None or not name.startswith("time:"):
+        return value
+    if name == "time:month":
+        year, month = map(int, value.split("-"))
+        index = year * 12 + month - 1 + months
+        return f"{index // 12:04d}-{index % 12 + 1:02d}"
+    moved = date.fromisoformat(value[:10]) + timedelta(days=days)
+    if name == "time:week":
+        moved -= timedelta(days=moved.weekday())
+    return moved.isoformat() + value[10:]
+
+
+def run_query(site: Site, period: Period, query: Query) -> dict[str, Any]:
+    """The `query` tool's result (without site/from/to/timezone, which the tool adds)."""
+    other = compare_period(period, query.compare) if query.compare is not None else None
+    main = _read(site, period, query)
+    ordered = _ordered(query, main.rows)
+    page = ordered[query.offset:query.offset + query.limit]
+    results = [{"dimensions": list(row["key"]),
+                 "metrics": [row[name] for name in query.metrics]} for row in page]
+    warnings = []
+    if main.capped:
+        warnings.append(f"Only the {ROW_CAP:,} rows with the most events were ranked; narrow "
+                        "the query (filters, fewer dimensions) for the rest.")
+    answer: dict[str, Any] = {
+        "metrics": list(query.metrics), "dimensions": [d.name for d in query.dimensions],
+        "results": results, "totals": [main.totals.get(name) for name in query.metrics],
+        "total_rows": main.total_rows, "estimated": main.estimated, "warnings": warnings}
+    if other is None:
+        return answer
+    before = _read(site, other, query)
+    days = (period.first - other.first).days
+    months = (period.first.year - other.first.year) * 12 + period.first.month \
+        - other.first.month
+    names = [d.name for d in query.dimensions]
+    earlier = {tuple(_shift(value, name, days, months) for value, name in
+                     zip(row["key"], names, strict=True)): row for row in before.rows}
+    for result, row in zip(results, page, strict=True):
+        then = earlier.get(row["key"], {})
+        values = [then.get(name, 0 if name not in RATES | {"views_per_visit",
+                                                            "visit_duration", "percentage"}
+                           else None) for name in query.metrics]
+        result["comparison"] = {"metrics": values, "change": [
+            _change(name, now, was) for name, now, was in
+            zip(query.metrics, result["metrics"], values, strict=True)]}
+    answer["comparison"] = {"from": other.first.isoformat(), "to": other.last.isoformat(),
+                            "totals": [before.totals.get(name) for name in query.metrics]}
+    answer["estimated"] = main.estimated or before.estimated
+    return answer
+

@@ -1,0 +1,66 @@
+"""describe_data, query and funnel through the official MCP Python SDK client against a real
+server, on tests/analytics/test_query.py's hand-built site (figures worked out there)."""
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from models import Event, Site, database
+from tests.analytics.test_query import PERIOD, dataset
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server(app, make_site, start_server):
+    keys = make_site("q.example", "standard")
+    other = make_site("other.example", "standard")
+    with app.app_context(), database.connection_context():
+        Site.update(timezone="Europe/Berlin").where(Site.id == keys.site.id).execute()
+        Event.insert_many(dataset(keys.site.id, other.site.id)).execute()
+    live = start_server(workers=1)
+    return f"{live.url}/api/mcp", keys.server_key
+
+
+def test_the_read_tools_through_the_sdk_client(server):
+    url, key = server
+    answers: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"},
+                                      timeout=30) as http, \
+                streamable_http_client(url, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            for name, arguments in (
+                    ("query", {"metrics": ["visitors", "visits"],
+                               "dimensions": ["visit:country"],
+                               "filters": [["is_not", "visit:device", ["Tablet"]]]}),
+                    ("funnel", {"steps": [{"page": "/"}, {"page": "/pricing"},
+                                          {"goal": "Signup"}]}),
+                    ("describe_data", {"dimension": "visit:source"}),
+                    ("bad", {"metrics": ["visit"]})):
+                tool = "query" if name == "bad" else name
+                answers[name] = await session.call_tool(tool, {**PERIOD, **arguments})
+
+    anyio.run(main)
+    query = answers["query"]
+    assert query.is_error is False, query.content
+    # S4 (Tablet, no country) left out: DE S1, S2, S5 (visitors A, D); FR S3 (B, w2)
+    assert [(row["dimensions"], row["metrics"]) for row in
+            query.structured_content["results"]] == [(["DE"], [2, 3]), (["FR"], [2, 2])]
+    assert query.structured_content["timezone"] == "Europe/Berlin"
+    assert "q.example, 2026-03-28 to 2026-03-29" in query.content[0].text
+    funnel = answers["funnel"]
+    assert funnel.is_error is False, funnel.content
+    # visits with a / page view: S1, S5; then /pricing after it: both; then Signup: S1
+    assert [step["count"] for step in funnel.structured_content["steps"]] == [2, 2, 1]
+    described = answers["describe_data"]
+    assert described.is_error is False, described.content
+    assert "visits" in described.structured_content["metrics"]
+    bad = answers["bad"]
+    assert bad.is_error is True
+    assert bad.content[0].text.startswith("Unknown metric 'visit'. Did you mean 'visits'?")
