@@ -8,6 +8,7 @@ from app.fields import JSONObject, Text
 from app.openapi import documented
 from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
+from app.visit.context import request_context
 
 bp = Blueprint("goals", __name__)
 cors.enable(bp)
@@ -52,7 +53,7 @@ GOAL_SCHEMA = GoalSchema()
 def post_goal():
     goal = GOAL_SCHEMA.load(json_object(raw_body()))
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
-                                current_app.config["SAMPLE_RATE"])
+                                current_app.config["SAMPLE_RATE"], request_context())
     body = {"success": True}
     if result.sampled:
         body["sampled"] = True
