@@ -89,7 +89,10 @@ def describe(user_agent: str | None, mobile_hint: str | None = None,
     `Sec-CH-UA-Platform` headers (as sent, or None)."""
     if not user_agent:
         return Client()
-    return _describe(user_agent[:MAX_PARSED], mobile_hint, platform_hint)
+    text = user_agent[:MAX_PARSED]
+    if not text.isascii():  # the parser needs UTF-8: a lone surrogate becomes "?"
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return _describe(text, mobile_hint, platform_hint)
 
 
 @lru_cache(maxsize=CACHE_SIZE)
