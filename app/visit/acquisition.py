@@ -60,8 +60,13 @@ ORGANIC_MEDIUM = "organic"
 
 MAX_HOSTNAME = 253  # the longest DNS name
 MAX_VALUE = 2048  # a utm value or a path: no longer than pageUrl may be
+# Per-worker caches, bounded: pageUrl and referrer are at most 2,048 characters each, so even
+# hostile input keeps them under ~2 MiB (page), ~4 MiB (acquisition) and ~2 MiB (referrer).
 PAGE_CACHE_SIZE = 1024
+ACQUISITION_CACHE_SIZE = 1024
 REFERRER_CACHE_SIZE = 1024
+# A query without any of these is not parsed: it has no UTM value and no click id.
+CAMPAIGN_MARKERS = ("utm_", *sorted(PAID_SEARCH_CLICK_IDS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +124,10 @@ def page_location(page_url: str | None) -> tuple[str | None, str | None]:
     return None, None
 
 
+@lru_cache(maxsize=ACQUISITION_CACHE_SIZE)
 def acquisition(page_url: str | None, referrer: str | None, site_domain: str) -> Acquisition:
-    """A page view's source, channel, referrer_url and UTM values (rules above)."""
+    """A page view's source, channel, referrer_url and UTM values (rules above); cached per
+    worker, as page views of one landing page from one referrer repeat."""
     utm, clicked = _campaign(page_url)
     came_from = _referrer(referrer, site_domain) if referrer else NO_REFERRER
     utm_source, utm_medium = utm["utm_source"], utm["utm_medium"]
@@ -169,6 +176,8 @@ def _campaign(page_url: str | None) -> tuple[dict[str, str | None], bool]:
         return utm, False
     clicked = False
     query = page_url.partition("?")[2].partition("#")[0]
+    if not any(marker in query for marker in CAMPAIGN_MARKERS):
+        return utm, False
     for name, value in parse_qsl(query):
         if name in PAID_SEARCH_CLICK_IDS:
             clicked = True

@@ -51,7 +51,7 @@ def lookup_for(geoip_db: str | None) -> Lookup:
 
 def country(address: str | None, lookup: Lookup) -> str | None:
     """The country code of `address` (the client address), upper case, or None."""
-    if not address:
+    if not address or "%" in address:  # a zone id: link-local at best
         return None
     try:
         ip = ipaddress.ip_address(address)
