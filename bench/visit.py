@@ -1,8 +1,10 @@
 """What the visit context costs: this checkout against a base tree (main), in one run.
 
-    python bench/visit.py [--base-ref main | --base-dir DIR] [--rounds 3] [--duration 8]
+    python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
 
-Extracts the base (`git archive <ref>`, default main) into a scratch directory, creates one
+Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
+`git merge-base HEAD main`: main before this change, whatever main merged since) into a
+scratch directory, creates one
 database of its own (`egis_visit_bench_<pid>`, migrated by this checkout, whose schema the base
 can write to; dropped at the end), a pro site and its write key, and serves both trees at once,
 each on its own port with the same gunicorn shape (deploy/gunicorn.conf.py, WORKERS x THREADS,
@@ -54,14 +56,32 @@ LOADS = (("1-event", 1, False, False), ("5-event gzip", 5, True, False),
 TREES = ("base", "this")
 
 
-def extract(ref: str, scratch: str) -> Path:
-    """The tree of `ref` in a directory of its own."""
+def git(*args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True,
+                          capture_output=True).stdout
+
+
+def base_ref(args: argparse.Namespace) -> str:
+    """The base's commit: --base-ref, or where this branch forked from main."""
+    ref = args.base_ref or git("merge-base", "HEAD", "main").decode().strip()
+    return git("rev-parse", "--short", ref).decode().strip()
+
+
+def base_root(args: argparse.Namespace, scratch: str) -> Path:
+    """The base tree: --base-dir, or base_ref's tree extracted into `scratch`."""
+    if args.base_dir:
+        return Path(args.base_dir)
     target = Path(scratch) / "base"
     target.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    subprocess.run(["tar", "-x", "-C", str(target)], input=git("archive", base_ref(args)),
+                   check=True)
     return target
+
+
+def base_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-ref", help="git ref of the base tree (default: git merge-base "
+                                           "HEAD main)")
+    parser.add_argument("--base-dir", help="a base tree already extracted (instead of a ref)")
 
 
 def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespace,
@@ -82,8 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     load_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--base-ref", default="main", help="git ref of the base tree")
-    parser.add_argument("--base-dir", help="a base tree already extracted (instead of a ref)")
+    base_arguments(parser)
     parser.set_defaults(duration=8)
     args = parser.parse_args()
 
@@ -92,8 +111,7 @@ def main() -> None:
     key = create_bench_site(DB_NAME, bench_env(db_url, ports["this"], args.workers,
                                                args.worker_threads))
     scratch = tempfile.mkdtemp(prefix="egis-visit-bench-")
-    roots = {"base": Path(args.base_dir) if args.base_dir else extract(args.base_ref, scratch),
-             "this": ROOT}
+    roots = {"base": base_root(args, scratch), "this": ROOT}
     loads = [NOOP, *(label for label, *_ in LOADS)]
     runs: dict[str, list[dict[str, dict]]] = {name: [] for name in TREES}
     memory: dict[str, list[dict]] = {}
@@ -121,7 +139,8 @@ def main() -> None:
 
 def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict[str, dict]]],
            memory: dict[str, list[dict]]) -> None:
-    print(f"\nbase: {args.base_dir or args.base_ref}; this: {ROOT}; gunicorn {args.workers} "
+    print(f"\nbase: {args.base_dir or base_ref(args)}; this: {ROOT} at "
+          f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; gunicorn {args.workers} "
           f"workers x {args.worker_threads} threads each, wrk -t{args.threads} "
           f"-c{args.connections} -d{args.duration}s, {args.rounds} rounds, {os.cpu_count()} "
           f"cores shared by all\n")

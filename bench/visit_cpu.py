@@ -1,7 +1,9 @@
 """What the visit context costs a request in CPU: this checkout against a base tree (main),
 in-process, in one run.
 
-    python bench/visit_cpu.py [--base-ref main | --base-dir DIR] [--rounds 5] [--requests 1500]
+    python bench/visit_cpu.py [--base-ref REF | --base-dir DIR] [--rounds 5] [--requests 1500]
+
+The base is bench/visit.py's: by default the commit this branch forked from main.
 
 bench/visit.py measures throughput through gunicorn, which on a machine shared with other work
 swings by a factor of two between seconds. This measures the process CPU time (time.process_time:
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from ingest import ROOT, bench_env, create_bench_site, spread
 from pg import admin, database_url, free_ports, run_database
-from visit import extract
+from visit import base_arguments, base_ref, base_root, git
 
 DB_NAME = run_database("visit_cpu_bench")
 LOADS = ("no-op", "1-event", "5-event gzip", "1-event, new User-Agent each")
@@ -106,25 +108,25 @@ print(json.dumps({"no-op": timed(noop), "1-event": post(1, False, False),
 
 
 def run_tree(root: Path, env: dict[str, str], key: str, requests: int, run: str) -> dict:
-    output = subprocess.run([sys.executable, "-c", CHILD, key, str(requests), run], cwd=root,
-                            env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(output.splitlines()[-1])
+    child = subprocess.run([sys.executable, "-c", CHILD, key, str(requests), run], cwd=root,
+                           env=env, capture_output=True, text=True)
+    if child.returncode != 0:
+        raise RuntimeError(f"{root}: {child.stderr[-3000:]}")
+    return json.loads(child.stdout.splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--requests", type=int, default=1500)
-    parser.add_argument("--base-ref", default="main")
-    parser.add_argument("--base-dir")
+    base_arguments(parser)
     args = parser.parse_args()
 
     db_url = database_url(DB_NAME)
     env = {**bench_env(db_url, free_ports(1)[0], 1, 1), "GUNICORN_LOGLEVEL": "warning"}
     key = create_bench_site(DB_NAME, env)
     scratch = tempfile.mkdtemp(prefix="egis-visit-cpu-")
-    roots = {"base": Path(args.base_dir) if args.base_dir else extract(args.base_ref, scratch),
-             "this": ROOT}
+    roots = {"base": base_root(args, scratch), "this": ROOT}
     runs: dict[str, list[dict]] = {"base": [], "this": []}
     try:
         for number in range(args.rounds):
@@ -139,7 +141,8 @@ def main() -> None:
     def ranged(values: list[float], pattern: str) -> str:
         return f"{spread(values, pattern)} (median {pattern.format(statistics.median(values))})"
 
-    print(f"\nbase: {args.base_dir or args.base_ref}; this: {ROOT}; {args.rounds} rounds of "
+    print(f"\nbase: {args.base_dir or base_ref(args)}; this: {ROOT} at "
+          f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; {args.rounds} rounds of "
           f"{args.requests} requests per load, Flask's test client, process CPU time\n")
     print("| load | base, CPU µs/request | this, CPU µs/request | this / base |")
     print("|---|---|---|---|")

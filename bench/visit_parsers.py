@@ -12,7 +12,9 @@ interpreter:
   does) against ua-parser's own CachingResolver (Lru, S3Fifo) around the parser, for a cached
   User-Agent;
 - iptocc's lookup, and the whole request context (app.visit.context.derive) for a new and a
-  repeated request.
+  repeated request;
+- what a request adds on the hot path: request_context in a browser request, and each event's
+  own columns (app.tracking.ingest.page_columns).
 Prints one Markdown table.
 """
 import argparse
@@ -110,6 +112,36 @@ derive(UA.format(1), "?0", '"Windows"', "de-DE", "193.99.144.80", "large",
 memory = rss() - before
 new = per_call(lambda n: derive(UA.format(1), "?0", '"Windows"', "de-DE", "193.99.144.80",
                                 "large", country.registry_lookup), repeat)
+""",
+    "added per request: request_context in a browser request (cached)": """
+from flask import Flask, g
+from app.visit import context
+flask_app = Flask("bench")
+flask_app.config["GEOIP_DB"] = ""
+context.init_app(flask_app)
+environ = {"REMOTE_ADDR": "193.99.144.80", "HTTP_USER_AGENT": UA.format(86),
+           "HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9", "HTTP_SEC_CH_UA_MOBILE": "?0",
+           "HTTP_SEC_CH_UA_PLATFORM": '"Windows"'}
+with flask_app.test_request_context("/api/events", method="POST", environ_base=environ):
+    g.browser = True
+    context.request_context({"screenWidth": 1280})
+    memory = rss() - before
+    new = per_call(lambda n: context.request_context({"screenWidth": 1280}), repeat)
+""",
+    "added per event: path, host and acquisition of a page view with UTM tags (cached)": """
+from app.tracking.ingest import page_columns
+URL = "https://bench.example/page/1?utm_source=newsletter&utm_medium=email&utm_campaign=spring"
+page_columns("pageview", URL, "https://www.google.com/", "bench.example")
+memory = rss() - before
+new = per_call(lambda n: page_columns("pageview", URL, "https://www.google.com/",
+                                      "bench.example"), repeat)
+""",
+    "added per event: path and host of another event (cached)": """
+from app.tracking.ingest import page_columns
+page_columns("click", "https://bench.example/page/2", None, "bench.example")
+memory = rss() - before
+new = per_call(lambda n: page_columns("click", "https://bench.example/page/2", None,
+                                      "bench.example"), repeat)
 """,
 }
 
