@@ -44,6 +44,18 @@ noop = per_call(lambda number: None, repeat)
 before = rss()
 """
 
+CACHING_RESOLVER = """
+import ua_parser
+from ua_parser import CachingResolver, Domain
+from ua_parser.caching import CACHE
+from ua_parser.regex import Resolver
+built = ua_parser.load_lazy_builtins()
+resolver = CachingResolver(Resolver((built[0], built[1], [])), CACHE(2048))
+resolver(UA.format(1), Domain.USER_AGENT | Domain.OS)
+memory = rss() - before
+new = per_call(lambda n: resolver(UA.format(1), Domain.USER_AGENT | Domain.OS), repeat)
+"""
+
 CASES = {
     "ua-parser, all three matchers (its default)": """
 import ua_parser
@@ -67,28 +79,8 @@ user_agent.describe(UA.format(1))
 memory = rss() - before
 new = per_call(lambda n: user_agent.describe(UA.format(1), "?0", '"Windows"'), repeat)
 """,
-    "cached: ua-parser's CachingResolver(Lru) around the parser": """
-import ua_parser
-from ua_parser import CachingResolver, Domain
-from ua_parser.caching import Lru
-from ua_parser.regex import Resolver
-built = ua_parser.load_lazy_builtins()
-resolver = CachingResolver(Resolver((built[0], built[1], [])), Lru(2048))
-resolver(UA.format(1), Domain.USER_AGENT | Domain.OS)
-memory = rss() - before
-new = per_call(lambda n: resolver(UA.format(1), Domain.USER_AGENT | Domain.OS), repeat)
-""",
-    "cached: ua-parser's CachingResolver(S3Fifo) around the parser": """
-import ua_parser
-from ua_parser import CachingResolver, Domain
-from ua_parser.caching import S3Fifo
-from ua_parser.regex import Resolver
-built = ua_parser.load_lazy_builtins()
-resolver = CachingResolver(Resolver((built[0], built[1], [])), S3Fifo(2048))
-resolver(UA.format(1), Domain.USER_AGENT | Domain.OS)
-memory = rss() - before
-new = per_call(lambda n: resolver(UA.format(1), Domain.USER_AGENT | Domain.OS), repeat)
-""",
+    **{f"cached: ua-parser's CachingResolver({cache}) around the parser":
+       CACHING_RESOLVER.replace("CACHE", cache) for cache in ("Lru", "S3Fifo")},
     "iptocc lookup (app.visit.country, registry data)": """
 from app.visit import country
 addresses = [f"193.99.{n % 256}.{n // 256 % 256}" for n in range(repeat)]
