@@ -70,8 +70,16 @@ PLATFORM_HINTS = {"Windows": "Windows", "macOS": "macOS", "Linux": "Linux",
                   "iOS": "iOS"}
 UNKNOWN = "Other"  # uap-core's family when nothing matched
 
-_built_ins = ua_parser.load_lazy_builtins()
-_resolver = Resolver((_built_ins[0], _built_ins[1], []))  # no device matchers: see above
+
+
+def _browser_and_os_resolver() -> Resolver:
+    """uap-core's browser and OS matchers compiled in Rust (no device matchers: see above);
+    the Python-side lists they are built from are let go."""
+    browsers, operating_systems, _devices = ua_parser.load_lazy_builtins()
+    return Resolver((browsers, operating_systems, []))
+
+
+_resolver = _browser_and_os_resolver()
 
 
 @dataclass(frozen=True, slots=True)
