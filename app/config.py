@@ -41,6 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "VERIFY_CRAWLERS": False,
     "DNS_SERVER": "",
     "DNS_TIMEOUT": 1.0,
+    # A MaxMind-format country database (DB-IP Lite, GeoLite2) for visit:country; empty: the
+    # registry data bundled in iptocc (app/visit/country.py).
+    "GEOIP_DB": "",
 }
 
 

@@ -21,13 +21,48 @@ if delay_ms then
   end
 end
 
+-- With EGIS_BROWSER, each request is a browser's as the tracker sends it: Origin, a current
+-- browser's User-Agent and client hints, Accept-Language, and an X-Forwarded-For client address
+-- (the server trusts one proxy hop), so the visit context is derived. With EGIS_UA_SPRAY as
+-- well, every request has a User-Agent never seen before (a frozen Edge UA, which the bot
+-- filter's fast path still takes, with a unique full version).
+local browser = os.getenv("EGIS_BROWSER")
+local spray = os.getenv("EGIS_UA_SPRAY")
+local user_agent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 " ..
+  "(KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86"
+local addresses = {"193.99.144.80", "8.8.8.8", "81.2.69.160", "2001:4860:4860::8888",
+  "200.160.2.3", "1.1.1.1", "133.242.0.1", "196.25.1.1"}
+local spray_prefix = 0
+
+local function headers(extra)
+  local all = {["Content-Type"] = "application/json", ["X-API-Key"] = key}
+  for name, value in pairs(extra) do
+    all[name] = value
+  end
+  if browser then
+    all["Origin"] = "https://bench.example"
+    all["User-Agent"] = user_agent
+    if spray then
+      all["User-Agent"] = string.format("Mozilla/5.0 (Windows NT 10.0; Win64; x64) " ..
+        "AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.%d.%d",
+        spray_prefix, counter)
+    end
+    all["Accept-Language"] = "de-DE,de;q=0.9,en;q=0.8"
+    all["Sec-CH-UA-Mobile"] = "?0"
+    all["Sec-CH-UA-Platform"] = '"Windows"'
+    all["X-Forwarded-For"] = addresses[counter % #addresses + 1]
+  end
+  return all
+end
+
 local function make_events(n)
   local events = {}
   for i = 1, n do
+    local query = i == 1 and "?utm_source=newsletter&utm_medium=email&utm_campaign=spring" or ""
     events[i] = string.format(
-      '{"type":"pageview","timestamp":1763700000000,"pageUrl":"https://bench.example/page/%d",' ..
+      '{"type":"pageview","timestamp":1763700000000,"pageUrl":"https://bench.example/page/%d%s",' ..
       '"pageTitle":"Page %d","referrer":"https://www.google.com/","properties":{"utm_source":"news","i":%d}}',
-      i, i, i)
+      i, query, i, i)
   end
   return "[" .. table.concat(events, ",") .. "]"
 end
@@ -41,6 +76,9 @@ function setup(thread)
 end
 
 function init(args)
+  -- Distinct per thread and per run: sprayed User-Agents are new to the server each time.
+  math.randomseed(os.time() * 10 + thread_number)
+  spray_prefix = math.random(1, 99999)
   if not bodies_path then
     return
   end
@@ -58,13 +96,12 @@ end
 function request()
   counter = counter + 1
   if #bodies > 0 then
-    return wrk.format("POST", "/api/events",
-      {["Content-Type"] = "application/json", ["Content-Encoding"] = "gzip", ["X-API-Key"] = key},
+    return wrk.format("POST", "/api/events", headers({["Content-Encoding"] = "gzip"}),
       bodies[(counter - 1) % #bodies + 1])
   end
   local body = string.format(
-    '{"id":"%s-%d","sessionId":"s-%s-%d","anonymousId":"a-%s","timestamp":1763700001000,"events":%s}',
+    '{"id":"%s-%d","sessionId":"s-%s-%d","anonymousId":"a-%s","timestamp":1763700001000,' ..
+    '"fingerprint":{"screenWidth":1280},"events":%s}',
     thread_tag, counter, thread_tag, counter % 100, thread_tag, events_json)
-  return wrk.format("POST", "/api/events",
-    {["Content-Type"] = "application/json", ["X-API-Key"] = key}, body)
+  return wrk.format("POST", "/api/events", headers({}), body)
 end

@@ -9,7 +9,9 @@ deploy/granian_server.py, in the same process shape), on a free port with no pro
 measures in one run:
   * GET /healthz (the no-op baseline: the server + Flask, no database),
   * POST /api/events with 50-event batches, 5-event gzip-compressed batches (the tracker's
-    usual request) and 1-event batches,
+    usual request) and 1-event batches, each sent as a browser's (Origin, a current browser's
+    User-Agent, client hints, Accept-Language, an X-Forwarded-For client address, the
+    fingerprint's screenWidth: the visit context is derived) unless --backend says otherwise,
 counting events actually stored in PostgreSQL (not responses) per second, and each worker's
 peak resident memory. Needs wrk (apt-get install wrk). Prints a Markdown table with the
 ratios to the no-op baseline. The rate limits count in each worker's memory unless
@@ -46,12 +48,16 @@ def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed:
     """A batch of `per_batch` page views as bench/ingest.lua sends it, gzip-compressed as the
     tracker sends it when `compressed`."""
     events = [{"type": "pageview", "timestamp": 1763700000000,
-               "pageUrl": f"https://bench.example/page/{i}", "pageTitle": f"Page {i}",
-               "referrer": "https://www.google.com/", "properties": {"utm_source": "news", "i": i}}
+               "pageUrl": f"https://bench.example/page/{i + 1}" + (
+                   "?utm_source=newsletter&utm_medium=email&utm_campaign=spring" if i == 0
+                   else ""),
+               "pageTitle": f"Page {i + 1}", "referrer": "https://www.google.com/",
+               "properties": {"utm_source": "news", "i": i + 1}}
               for i in range(per_batch)]
     body = json.dumps({"id": batch_id, "sessionId": f"s-{run}-{number % 100}",
                        "anonymousId": f"a-{run}", "timestamp": 1763700001000,
-                       "compressed": compressed, "events": events}).encode()
+                       "compressed": compressed, "fingerprint": {"screenWidth": 1280},
+                       "events": events}).encode()
     return gzip.compress(body, compresslevel=6) if compressed else body
 
 
@@ -177,10 +183,11 @@ def serving(server: subprocess.Popen) -> Iterator[subprocess.Popen]:
         server.wait(timeout=30)
 
 
-def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
-    """gunicorn with deploy/gunicorn.conf.py (GUNICORN_BIND in `env`), once it answers."""
+def start_gunicorn(env: dict[str, str], port: int, root: Path = ROOT) -> subprocess.Popen:
+    """gunicorn with deploy/gunicorn.conf.py (GUNICORN_BIND in `env`) serving the code in
+    `root` (this checkout, or another tree of the project: bench/visit.py), once it answers."""
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
-                               "--no-control-socket", "wsgi:app"], cwd=ROOT, env=env)
+                               "--no-control-socket", "wsgi:app"], cwd=root, env=env)
     wait_for(f"http://127.0.0.1:{port}/healthz")
     return server
 
@@ -248,8 +255,10 @@ def spread(values: list[float], pattern: str = "{:,.0f}") -> str:
 
 
 def bench_env(db_url: str, port: int, workers: int, threads: int) -> dict[str, str]:
-    """The server's environment: the bench database, rate limits out of the load's reach."""
+    """The server's environment: the bench database, rate limits out of the load's reach, one
+    trusted proxy hop (the browser requests' X-Forwarded-For is their client address)."""
     return {**os.environ, "DATABASE_URL": db_url, "FLASK_APP": "wsgi.py",
+            "EGIS_TRUSTED_PROXIES": "1",
             "EGIS_RATE_LIMIT_KEY": '"100000000/minute"',
             "EGIS_RATE_LIMIT_IP": '"100000000/minute"',
             "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers),
@@ -279,12 +288,17 @@ Row = tuple[str, float, float | None, dict]
 
 
 def post_batches(port: int, key: str, db_url: str, args: argparse.Namespace, scratch: str,
-                 per_batch: int, compressed: bool, delay_ms: float | None = None) -> Row:
+                 per_batch: int, compressed: bool, delay_ms: float | None = None,
+                 spray: bool = False) -> Row:
     """wrk posting new batches of `per_batch` events; with `delay_ms`, each connection pauses
-    that long between requests."""
+    that long between requests; with `spray`, every request has a User-Agent of its own."""
     run = f"{per_batch}-{time.time_ns()}"
     script_env = {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch), "EGIS_RUN": run,
                   "EGIS_WRK_THREADS": str(args.threads)}
+    if not getattr(args, "backend", False):
+        script_env["EGIS_BROWSER"] = "1"
+    if spray:
+        script_env["EGIS_UA_SPRAY"] = "1"
     if compressed:
         script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run)
     if delay_ms is not None:
@@ -299,6 +313,8 @@ def post_batches(port: int, key: str, db_url: str, args: argparse.Namespace, scr
     label = f"{per_batch}-event batches" + (", gzip" if compressed else "")
     if delay_ms is not None:
         label += ", at half of peak"
+    if spray:
+        label += ", a new User-Agent each"
     return f"POST /api/events, {label}", result["rps"], stored, result
 
 
@@ -338,6 +354,9 @@ def main() -> None:
                              "with commit_siblings 1")
     parser.add_argument("--rate-limit-storage", default="memory://",
                         help="where the rate limits count (EGIS_RATELIMIT_STORAGE_URI)")
+    parser.add_argument("--backend", action="store_true",
+                        help="send the batches as a backend does (no Origin, no browser "
+                             "headers): no visit context")
     args = parser.parse_args()
 
     [port] = free_ports(1)

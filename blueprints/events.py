@@ -20,6 +20,7 @@ from app.privacy import looks_like_email
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 from app.validation import FastLoader
+from app.visit.context import request_context
 from models.event import EVENT_TYPES
 from models.ingest_tally import REJECTED_403_PLAN
 
@@ -130,6 +131,7 @@ def post_events():
     batch = anonymous.derive_batch_ids(g.site.id, batch)
     result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
                                  current_app.config["SAMPLE_RATE"],
-                                 current_app.extensions.get("egis_writer"))
+                                 current_app.extensions.get("egis_writer"),
+                                 request_context(batch.get("fingerprint")))
     return result.body()
 

@@ -11,6 +11,7 @@ from app.idempotency import idempotent, once
 from app.openapi import documented
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
+from app.visit.context import request_context
 
 bp = Blueprint("goals", __name__)
 cors.enable(bp)
@@ -63,7 +64,7 @@ def post_goal():
 def store_goal(goal: dict[str, Any]) -> dict[str, Any]:
     goal = anonymous.derive_goal_ids(g.site.id, goal)
     result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
-                                current_app.config["SAMPLE_RATE"])
+                                current_app.config["SAMPLE_RATE"], request_context())
     body = {"success": True}
     if result.sampled:
         body["sampled"] = True

@@ -49,7 +49,7 @@ class Event(BaseModel):
     path = TextField(null=True)
     hostname = CharField(max_length=253, null=True)
     # Page views only: where this page view came from; a visit's are its first page view's.
-    source = CharField(max_length=256, null=True)
+    source = TextField(null=True)  # utm_source as given, or a referrer host or name
     channel = CharField(max_length=32, null=True)
     referrer_url = TextField(null=True)  # the referrer without query string and fragment
     utm_source = TextField(null=True)

@@ -16,7 +16,8 @@ FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires
 # Folders of app/ that are one shared module split into files, not a domain.
 SHARED_PACKAGES = {"cli"}
 DOMAIN_IMPORTS = {
-    "tracking": {"crawlers"},  # the bot filter
+    "tracking": {"crawlers", "visit"},  # the bot filter; the visit context of each event
+    "visit": set(),
     "revenue": set(),
     "crawlers": set(),
     "analytics": {"revenue"},  # minor to major units

@@ -22,7 +22,7 @@ COLUMNS = (
     ("screen", CharField(max_length=8, null=True)),
     ("path", TextField(null=True)),
     ("hostname", CharField(max_length=253, null=True)),
-    ("source", CharField(max_length=256, null=True)),
+    ("source", TextField(null=True)),  # utm_source as given: as long as pageUrl allows
     ("channel", CharField(max_length=32, null=True)),
     ("referrer_url", TextField(null=True)),
     ("utm_source", TextField(null=True)),

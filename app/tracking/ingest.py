@@ -3,6 +3,8 @@
 Rules (DESIGN.md, "The ingest contract"): plan gates, money stripped from properties, personal
 data filtered from form submissions, event time corrected for client clock skew, whole sessions
 sampled once a site is over its monthly quota, and a batch id stored at most once per site.
+Each event also gets its visit context (app.visit): the request's, derived by the caller, and
+its own page's path and host and, for a page view, its acquisition values.
 """
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -13,6 +15,8 @@ from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.tracking import quota, store
 from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
+from app.visit.acquisition import NOT_A_PAGE_VIEW, acquisition, page_location
+from app.visit.context import NO_CONTEXT, RequestContext
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
@@ -78,36 +82,53 @@ def decide_sampling(site: Site, session_key: str | None, usage: quota.UsageCache
     return SamplingDecision(keep=keep, weight=1.0 / sample_rate if keep else 0.0, sampling=True)
 
 
-def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float) -> dict[str, Any]:
+def page_columns(event_type: str, page_url: str | None, referrer: str | None,
+                 site_domain: str) -> dict[str, Any]:
+    """An event's own visit columns: its page's path and host, and a page view's acquisition
+    values (app.visit.acquisition)."""
+    path, hostname = page_location(page_url)
+    if event_type != "pageview":
+        return {"path": path, "hostname": hostname, **NOT_A_PAGE_VIEW}
+    return {"path": path, "hostname": hostname,
+            **acquisition(page_url, referrer, site_domain).columns()}
+
+
+def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float,
+              site_domain: str) -> dict[str, Any]:
+    page_url, referrer = event.get("pageUrl"), event.get("referrer")
     return {
         "type": event["type"],
         "name": event.get("name"),
-        "page_url": event.get("pageUrl"),
+        "page_url": page_url,
         "page_title": event.get("pageTitle"),
-        "referrer": event.get("referrer"),
+        "referrer": referrer,
         "properties": clean_properties(event["type"], event.get("properties")),
         "client_ts": int(event["timestamp"]),
         "occurred_at": occurred_at(received_at, sent_ms, event["timestamp"]),
+        **page_columns(event["type"], page_url, referrer, site_domain),
     }
 
 
 def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
-                 sample_rate: float, writer: GroupWriter | None = None) -> IngestResult:
+                 sample_rate: float, writer: GroupWriter | None = None,
+                 context: RequestContext = NO_CONTEXT) -> IngestResult:
     """Store a validated, plan-checked batch; idempotent on the batch id.
 
     With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
-    ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone.
+    ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone. `context` is the request's
+    visit context (app.visit.context), stored with every event.
     """
     now = utcnow()
     period = quota.period_of(now)
     decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, period)
     events = batch["events"]
-    rows = [event_row(e, now, batch["timestamp"]) for e in events] if decision.keep else []
+    rows = ([event_row(e, now, batch["timestamp"], site.domain) for e in events]
+            if decision.keep else [])
     batch_rows = store.BatchRows(
         site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
         sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
-        period=period, shard=quota.shard())
+        period=period, shard=quota.shard(), context=context)
     if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
         outcome = writer.store(batch_rows)
     else:
@@ -153,8 +174,9 @@ def goal_time(client_ms: int | None, received_at: datetime) -> datetime:
 
 
 def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
-                sample_rate: float) -> IngestResult:
-    """Store a goal posted to /api/goals as an event of type `goal`."""
+                sample_rate: float, context: RequestContext = NO_CONTEXT) -> IngestResult:
+    """Store a goal posted to /api/goals as an event of type `goal`, with the request's
+    visit context."""
     now = utcnow()
     period = quota.period_of(now)
     session_key = goal.get("session_id") or goal.get("anonymous_id")
@@ -165,14 +187,16 @@ def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
     raw_time = goal.get("client_timestamp")
     client_ms = parse_client_timestamp(raw_time)
     properties = strip_money(goal.get("metadata") or {}) or None
+    page_url, referrer = goal.get("page_url"), goal.get("referrer")
     store.store(store.BatchRows(
         site_id=site.id, batch_key=None, session_id=goal.get("session_id"),
         anonymous_id=goal.get("anonymous_id"), user_id=None, sent_ts=None, received_at=now,
-        weight=decision.weight, period=period, shard=quota.shard(),
-        events=[{"type": "goal", "name": goal["goal_name"], "page_url": goal.get("page_url"),
-                 "page_title": goal.get("page_title"), "referrer": goal.get("referrer"),
+        weight=decision.weight, period=period, shard=quota.shard(), context=context,
+        events=[{"type": "goal", "name": goal["goal_name"], "page_url": page_url,
+                 "page_title": goal.get("page_title"), "referrer": referrer,
                  "properties": properties, "client_ts": client_ms,
-                 "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, now)}]))
+                 "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, now),
+                 **page_columns("goal", page_url, referrer, site.domain)}]))
     usage.add(site.id, period, 1)
     metrics.count_stored_events(["goal"])
     return IngestResult(count=1, sampled=decision.sampling)

@@ -9,7 +9,9 @@ query per event, and almost no Python work per event; the statement is prepared 
 connection (app.db.PreparedStatement). Peewee's query builder has no way to
 spell a column definition list (`AS e(type text, ...)`), hence the hand-written statement,
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
-in one transaction.
+in one transaction. The request's visit context (app.visit.context: country, device, ...) is
+the same for every event of a request, so it travels as statement parameters (a group's, as
+fields of each batch), not once per event.
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,18 +21,24 @@ import orjson
 from peewee import IntegrityError
 
 from app.db import PreparedStatement, is_postgres
+from app.visit.context import NO_CONTEXT, RequestContext
 from models import Batch, Event, Usage, database
 
 # Per-event columns; the batch-wide ones come from BatchRows.
 EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
-                 "client_ts", "occurred_at")
+                 "client_ts", "occurred_at", "path", "hostname", "source", "channel",
+                 "referrer_url", "utm_source", "utm_medium", "utm_campaign", "utm_content",
+                 "utm_term")
 
 _PG_STORE_BATCH = PreparedStatement(
     name="egis_store_batch",
     parameters=(("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
                 ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
                 ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"),
-                ("events", "jsonb"), ("period", "text"), ("shard", "smallint")),
+                ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
+                ("country", "text"), ("device", "text"), ("browser", "text"),
+                ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
+                ("language", "text"), ("screen", "text")),
     body="""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
@@ -40,12 +48,19 @@ WITH new_batch AS (
 ), stored AS (
     INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
                        page_url, page_title, referrer, properties, client_ts, sent_ts,
-                       occurred_at, received_at, weight)
+                       occurred_at, received_at, weight, path, hostname, source, channel,
+                       referrer_url, utm_source, utm_medium, utm_campaign, utm_content,
+                       utm_term, country, device, browser, browser_version, os, os_version,
+                       language, screen)
     SELECT $1, new_batch.id, $5, $6, $7, e.type, e.name, e.page_url, e.page_title, e.referrer,
-           e.properties, e.client_ts, $8, e.occurred_at, $4, $9
+           e.properties, e.client_ts, $8, e.occurred_at, $4, $9, e.path, e.hostname,
+           e.source, e.channel, e.referrer_url, e.utm_source, e.utm_medium, e.utm_campaign,
+           e.utm_content, e.utm_term, $13, $14, $15, $16, $17, $18, $19, $20
     FROM new_batch, jsonb_to_recordset($10) AS e(
         type text, name text, page_url text, page_title text, referrer text,
-        properties jsonb, client_ts bigint, occurred_at timestamp)
+        properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
+        source text, channel text, referrer_url text, utm_source text, utm_medium text,
+        utm_campaign text, utm_content text, utm_term text)
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
@@ -69,7 +84,9 @@ WITH input AS (
     SELECT * FROM jsonb_to_recordset($1) AS b(
         position integer, site_id integer, batch_key text, count integer,
         received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
-        weight real, events jsonb, period text, shard smallint)
+        weight real, events jsonb, period text, shard smallint, country text, device text,
+        browser text, browser_version text, os text, os_version text, language text,
+        screen text)
 ), new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
@@ -81,13 +98,21 @@ WITH input AS (
 ), stored AS (
     INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
                        page_url, page_title, referrer, properties, client_ts, sent_ts,
-                       occurred_at, received_at, weight)
+                       occurred_at, received_at, weight, path, hostname, source, channel,
+                       referrer_url, utm_source, utm_medium, utm_campaign, utm_content,
+                       utm_term, country, device, browser, browser_version, os, os_version,
+                       language, screen)
     SELECT k.site_id, k.batch_id, k.session_id, k.anonymous_id, k.user_id, e.type, e.name,
            e.page_url, e.page_title, e.referrer, e.properties, e.client_ts, k.sent_ts,
-           e.occurred_at, k.received_at, k.weight
+           e.occurred_at, k.received_at, k.weight, e.path, e.hostname, e.source, e.channel,
+           e.referrer_url, e.utm_source, e.utm_medium, e.utm_campaign, e.utm_content,
+           e.utm_term, k.country, k.device, k.browser, k.browser_version, k.os, k.os_version,
+           k.language, k.screen
     FROM kept AS k, jsonb_to_recordset(k.events) AS e(
         type text, name text, page_url text, page_title text, referrer text,
-        properties jsonb, client_ts bigint, occurred_at timestamp)
+        properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
+        source text, channel text, referrer_url text, utm_source text, utm_medium text,
+        utm_campaign text, utm_content text, utm_term text)
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT site_id, period, shard, sum(count) FROM kept WHERE count > 0
@@ -104,7 +129,8 @@ FROM input LEFT JOIN kept USING (position)
 
 @dataclass(frozen=True)
 class BatchRows:
-    """What one request stores: batch-wide fields plus one dict per event (EVENT_COLUMNS)."""
+    """What one request stores: batch-wide fields (the visit context among them) plus one dict
+    per event (EVENT_COLUMNS)."""
 
     site_id: int
     batch_key: str | None  # None: no idempotency record (a goal posted to /api/goals)
@@ -117,6 +143,7 @@ class BatchRows:
     events: list[dict[str, Any]]
     period: str
     shard: int
+    context: RequestContext = NO_CONTEXT
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +167,7 @@ def _store_postgres(rows: BatchRows) -> Outcome:
         "received_at": rows.received_at, "session_id": rows.session_id,
         "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
-        "period": rows.period, "shard": rows.shard,
+        "period": rows.period, "shard": rows.shard, **rows.context.columns(),
     }
     (stored, stored_count) = _PG_STORE_BATCH.execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
@@ -184,13 +211,15 @@ def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
             "count": len(rows.events), "received_at": rows.received_at,
             "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
             "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
-            "events": rows.events, "period": rows.period, "shard": rows.shard}
+            "events": rows.events, "period": rows.period, "shard": rows.shard,
+            **rows.context.columns()}
 
 
 def _store_portable(rows: BatchRows) -> Outcome:
     shared = {"site_id": rows.site_id, "session_id": rows.session_id,
               "anonymous_id": rows.anonymous_id, "user_id": rows.user_id,
-              "sent_ts": rows.sent_ts, "received_at": rows.received_at, "weight": rows.weight}
+              "sent_ts": rows.sent_ts, "received_at": rows.received_at, "weight": rows.weight,
+              **rows.context.columns()}
     with database.atomic():
         batch_id = None
         if rows.batch_key is not None:

@@ -101,11 +101,14 @@ def test_event_row_does_not_modify_the_event():
     event = {"type": "form_submit", "timestamp": 5.0, "pageUrl": "u",
              "properties": {"amount": 1, "fields": ["password"]}}
     before = orjson.dumps(event)
-    row = ingest.event_row(event, NOW, 10.0)
+    row = ingest.event_row(event, NOW, 10.0, "std.example")
     assert orjson.dumps(event) == before
     assert row == {"type": "form_submit", "name": None, "page_url": "u", "page_title": None,
                    "referrer": None, "properties": {"fields": []}, "client_ts": 5,
-                   "occurred_at": NOW - timedelta(milliseconds=5)}
+                   "occurred_at": NOW - timedelta(milliseconds=5), "path": None,
+                   "hostname": None, **dict.fromkeys(("source", "channel", "referrer_url",
+                                                      "utm_source", "utm_medium", "utm_campaign",
+                                                      "utm_content", "utm_term"))}
 
 
 # --- sampling -------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
     shared = {"id": batch["id"], "sessionId": batch["sessionId"],
               "anonymousId": batch["anonymousId"], "userId": batch.get("userId"),
               "sent_ts": int(batch["timestamp"])}
-    return [{**shared, **event_row(event, RECEIVED, batch["timestamp"])}
+    return [{**shared, **event_row(event, RECEIVED, batch["timestamp"], "std.example")}
             for event in batch["events"]]
 
 

@@ -1,0 +1,4 @@
+"""Visit context (DESIGN.md, "Visit context"): what egis derives, coarse, from a browser request
+and from each event's page (country, device, browser, OS, language, screen class; path and host;
+a page view's source, channel, referrer and UTM tags), and never the raw address, User-Agent,
+screen width or click id. README.md, "What is collected", lists each value and its source."""

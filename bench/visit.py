@@ -1,0 +1,183 @@
+"""What the visit context costs: this checkout against a base tree (main), in one run.
+
+    python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
+
+Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
+`git merge-base HEAD main`: main before this change, whatever main merged since) into a
+scratch directory, creates one
+database of its own (`egis_visit_bench_<pid>`, migrated by this checkout, whose schema the base
+can write to; dropped at the end), a pro site and its write key, and serves both trees at once,
+each on its own port with the same gunicorn shape (deploy/gunicorn.conf.py, WORKERS x THREADS,
+one trusted proxy hop); only one is loaded at a time. Round after round, for each load, it
+measures one tree then the other (the order alternates between rounds), so that the two
+figures of a pair are taken seconds apart on a machine whose speed drifts. wrk sends, as
+bench/ingest.py does, every request as a browser's (Origin, a current browser's User-Agent,
+client hints, Accept-Language, a public X-Forwarded-For address, the fingerprint's
+screenWidth):
+
+- GET /healthz, the no-op baseline of that server in that round;
+- 1-event batches and 5-event gzip batches (one User-Agent: the parse is cached);
+- 1-event batches with a User-Agent never seen before on every request (a spray).
+
+Prints per tree and load the range (and median) over the rounds of requests/s, of the ratio to
+that server's no-op of the same round, and of gunicorn's CPU per request; then, round by
+round, this checkout against the base for each load (its vs-no-op ratio divided by the base's,
+and its gunicorn CPU per request divided by the base's), the spray's cost against the cached
+request per tree, and each worker's peak RSS.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from ingest import (
+    ROOT,
+    bench_env,
+    create_bench_site,
+    load_arguments,
+    post_batches,
+    serving,
+    spread,
+    start_gunicorn,
+    worker_memory_mib,
+    wrk,
+)
+from pg import admin, database_url, free_ports, run_database
+
+DB_NAME = run_database("visit_bench")
+NOOP = "no-op"
+LOADS = (("1-event", 1, False, False), ("5-event gzip", 5, True, False),
+         ("1-event, new User-Agent each", 1, False, True))
+TREES = ("base", "this")
+
+
+def git(*args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True,
+                          capture_output=True).stdout
+
+
+def base_ref(args: argparse.Namespace) -> str:
+    """The base's commit: --base-ref, or where this branch forked from main."""
+    ref = args.base_ref or git("merge-base", "HEAD", "main").decode().strip()
+    return git("rev-parse", "--short", ref).decode().strip()
+
+
+def base_root(args: argparse.Namespace, scratch: str) -> Path:
+    """The base tree: --base-dir, or base_ref's tree extracted into `scratch`."""
+    if args.base_dir:
+        return Path(args.base_dir)
+    target = Path(scratch) / "base"
+    target.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(target)], input=git("archive", base_ref(args)),
+                   check=True)
+    return target
+
+
+def base_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-ref", help="git ref of the base tree (default: git merge-base "
+                                           "HEAD main)")
+    parser.add_argument("--base-dir", help="a base tree already extracted (instead of a ref)")
+
+
+def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespace,
+            scratch: str) -> dict:
+    """wrk's result for one load against the server on `port`."""
+    if load == NOOP:
+        return wrk("/healthz", args.duration, args.connections, args.threads, port=port)
+    _label, per_batch, compressed, spray = next(entry for entry in LOADS if entry[0] == load)
+    return post_batches(port, key, db_url, args, scratch, per_batch, compressed,
+                        spray=spray)[3]
+
+
+def ranged(values: list[float], pattern: str) -> str:
+    return f"{spread(values, pattern)} (median {pattern.format(statistics.median(values))})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    load_arguments(parser)
+    parser.add_argument("--rounds", type=int, default=3)
+    base_arguments(parser)
+    parser.set_defaults(duration=8)
+    args = parser.parse_args()
+
+    ports = dict(zip(TREES, free_ports(2), strict=True))
+    db_url = database_url(DB_NAME)
+    key = create_bench_site(DB_NAME, bench_env(db_url, ports["this"], args.workers,
+                                               args.worker_threads))
+    scratch = tempfile.mkdtemp(prefix="egis-visit-bench-")
+    roots = {"base": base_root(args, scratch), "this": ROOT}
+    loads = [NOOP, *(label for label, *_ in LOADS)]
+    runs: dict[str, list[dict[str, dict]]] = {name: [] for name in TREES}
+    memory: dict[str, list[dict]] = {}
+    try:
+        with ExitStack() as stack:
+            servers = {name: stack.enter_context(serving(start_gunicorn(
+                bench_env(db_url, ports[name], args.workers, args.worker_threads),
+                ports[name], roots[name]))) for name in TREES}
+            time.sleep(2)  # every worker warmed up
+            for number in range(args.rounds):
+                order = TREES if number % 2 == 0 else TREES[::-1]
+                results: dict[str, dict[str, dict]] = {name: {} for name in TREES}
+                for load in loads:
+                    for name in order:
+                        results[name][load] = measure(load, ports[name], key, db_url, args,
+                                                      scratch)
+                for name in TREES:
+                    runs[name].append(results[name])
+            memory = {name: worker_memory_mib(server.pid) for name, server in servers.items()}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+    report(args, loads, runs, memory)
+
+
+def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict[str, dict]]],
+           memory: dict[str, list[dict]]) -> None:
+    print(f"\nbase: {args.base_dir or base_ref(args)}; this: {ROOT} at "
+          f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; gunicorn {args.workers} "
+          f"workers x {args.worker_threads} threads each, wrk -t{args.threads} "
+          f"-c{args.connections} -d{args.duration}s, {args.rounds} rounds, {os.cpu_count()} "
+          f"cores shared by all\n")
+    print("| tree | load | requests/s | vs no-op | gunicorn CPU ms/request | non-2xx |")
+    print("|---|---|---|---|---|---|")
+    ratios = {name: [{load: results[load]["rps"] / results[NOOP]["rps"] for load in loads}
+                     for results in runs[name]] for name in TREES}
+    for name in TREES:
+        for load in loads:
+            results = [round_results[load] for round_results in runs[name]]
+            print(f"| {name} | {load} | {spread([r['rps'] for r in results])} | "
+                  f"{ranged([rounds[load] for rounds in ratios[name]], '{:.3f}')} | "
+                  f"{ranged([r['cpu']['gunicorn'] for r in results], '{:.2f}')} | "
+                  f"{sum(r['non2xx'] for r in results)} |")
+    print("\nthis / base, round by round (1.00: the same cost; throughput ratios above 1 and "
+          "CPU ratios below 1 favour this):")
+    for load in loads[1:]:
+        throughput = [this[load] / base[load]
+                      for this, base in zip(ratios["this"], ratios["base"], strict=True)]
+        cpu = [this[load]["cpu"]["gunicorn"] / base[load]["cpu"]["gunicorn"]
+               for this, base in zip(runs["this"], runs["base"], strict=True)]
+        print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')}; gunicorn CPU "
+              f"per request {ranged(cpu, '{:.3f}')}")
+    print("\nspray (a new User-Agent each request) against the cached 1-event request "
+          "(2.00: twice the cost), round by round:")
+    for name in TREES:
+        costs = [rounds["1-event"] / rounds["1-event, new User-Agent each"]
+                 for rounds in ratios[name]]
+        cpu = [results["1-event, new User-Agent each"]["cpu"]["gunicorn"]
+               / results["1-event"]["cpu"]["gunicorn"] for results in runs[name]]
+        print(f"- {name}: throughput {ranged(costs, '{:.3f}')}; gunicorn CPU per request "
+              f"{ranged(cpu, '{:.3f}')}")
+    for name in TREES:
+        print(f"\n{name} workers, MiB (peak RSS / PSS / unique): " + ", ".join(
+            f"{worker['peak_rss']:.1f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+            for worker in memory[name]))
+
+
+if __name__ == "__main__":
+    main()
