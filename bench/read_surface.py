@@ -166,17 +166,27 @@ class Caller:
             self.recorded.append((time.perf_counter() - started, sql, params))
         return cursor
 
-    def explain(self, sql: str, params: Any, settings: list[str]) -> str:
+    def explain(self, sql: str, params: Any, settings: list[str], analyze: bool = True) -> str:
         """EXPLAIN (ANALYZE, BUFFERS) of a statement, in a transaction with the SET LOCALs its
-        call made, rolled back."""
-        with (self.app.app_context(), self.database.connection_context(),
-              self.database.atomic() as transaction):
-            for setting in settings:
-                self._execute(setting)
-            cursor = self._execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-            transaction.rollback()
-        return plan
+        call made (its time limit included), rolled back; the plan without ANALYZE when the
+        statement does not finish within that limit, or when not `analyze` (a call that
+        failed)."""
+        from peewee import OperationalError
+
+        plain = ("COSTS", "(the plan without ANALYZE: the call failed or ran out of time)\n")
+        for options, note in [("ANALYZE, BUFFERS", ""), plain] if analyze else [plain]:
+            try:
+                with (self.app.app_context(), self.database.connection_context(),
+                      self.database.atomic() as transaction):
+                    for setting in settings:
+                        self._execute(setting)
+                    cursor = self._execute(f"EXPLAIN ({options}) {sql}", params)
+                    plan = "\n".join(row[0] for row in cursor.fetchall())
+                    transaction.rollback()
+                return note + plan
+            except OperationalError:
+                continue
+        return "(EXPLAIN failed)"
 
     def post(self, body: bytes) -> tuple[float, dict[str, Any], list[tuple[float, str, Any]]]:
         self.recorded = []
@@ -291,7 +301,7 @@ def main() -> None:
             if entry.median >= args.explain and entry.statements:
                 text += (f"\n\n#### {entry.label}: slowest statement "
                          f"({entry.statements[0][0] * 1000:.0f} ms in the slowest run)\n```\n"
-                         f"{caller.explain(*entry.statements[0][1:])}\n```")
+                         f"{caller.explain(*entry.statements[0][1:], not entry.failed)}\n```")
     print(text)
     if args.output:
         args.output.write_text(text + "\n")
