@@ -1,7 +1,7 @@
 """Read-surface benchmark: a fixed mix of MCP tool calls, as an agent makes them, timed.
 
     python bench/read_surface.py [--database egis_bench_read_10m | --sqlite FILE]
-                                 [--tree DIR | --ref REF] [--repeat 3] [--explain MS]
+                                 [--tree DIR | --ref REF] [--repeat 3] [--explain N]
                                  [--timezone ZONE] [--output FILE]
 
 Reads a database that bench/seed_analytics.py seeded (PostgreSQL: `--events 10000000 --days 90
@@ -20,8 +20,9 @@ the no-op of the same run. The mix runs `--repeat` times, round-robin; the table
 call's median, its runs, the ratio of the median to the no-op's, and what it answered (a tool
 error or a JSON-RPC error is reported as such, not timed as an answer). Then the mix's p50, p95
 (nearest rank) and max over the calls' medians, and the slowest single run.
---explain MS (PostgreSQL): for each call whose median is at least MS, the slowest SQL statement
-it ran is shown with EXPLAIN (ANALYZE, BUFFERS), under the SET LOCALs the call made.
+--explain N (PostgreSQL): for the N slowest calls, the slowest SQL statement each ran is shown
+with EXPLAIN (ANALYZE, BUFFERS), under the SET LOCALs the call made (without ANALYZE for a
+call that failed or ran out of its time limit).
 """
 import argparse
 import math
@@ -161,10 +162,11 @@ class Caller:
 
     def _recording_execute(self, sql: str, params: Any = None, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
-        cursor = self._execute(sql, params, *args, **kwargs)
-        if self.recorded is not None:
-            self.recorded.append((time.perf_counter() - started, sql, params))
-        return cursor
+        try:
+            return self._execute(sql, params, *args, **kwargs)
+        finally:  # a statement cancelled by the call's time limit is the one to see
+            if self.recorded is not None:
+                self.recorded.append((time.perf_counter() - started, sql, params))
 
     def explain(self, sql: str, params: Any, settings: list[str], analyze: bool = True) -> str:
         """EXPLAIN (ANALYZE, BUFFERS) of a statement, in a transaction with the SET LOCALs its
@@ -226,7 +228,9 @@ def measure(caller: Caller, repeat: int) -> tuple[list[float], list[Measured]]:
                 rpc("tools/call", {"name": tool, "arguments": arguments}))
             entry.runs.append(elapsed)
             entry.failed, entry.answer = outcome(answer)
-            slowest = max(statements, default=None, key=lambda statement: statement[0])
+            queries = [statement for statement in statements
+                       if not statement[1].upper().startswith("SET ")]
+            slowest = max(queries, default=None, key=lambda statement: statement[0])
             if slowest and (not entry.statements or slowest[0] > entry.statements[0][0]):
                 settings = [sql for _, sql, _ in statements if sql.upper().startswith("SET ")]
                 entry.statements = [(*slowest, settings)]
@@ -272,8 +276,8 @@ def parse_args() -> argparse.Namespace:
     code.add_argument("--ref", help="run this commit's code (git archive of this repository)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timezone", help="set the site's time zone, when the schema has one")
-    parser.add_argument("--explain", type=float, metavar="MS",
-                        help="EXPLAIN the slowest statement of calls at least this slow")
+    parser.add_argument("--explain", type=int, default=0, metavar="N",
+                        help="EXPLAIN the slowest statement of the N slowest calls")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     return parser.parse_args()
 
@@ -296,13 +300,15 @@ def main() -> None:
     noop, measured = measure(caller, args.repeat)
     backend = f"SQLite ({args.sqlite})" if args.sqlite else f"PostgreSQL ({args.database})"
     text = report(backend, commit, noop, measured)
-    if args.explain is not None and not args.sqlite:
-        for entry in sorted(measured, key=lambda entry: -entry.median):
-            if entry.median >= args.explain and entry.statements:
-                text += (f"\n\n#### {entry.label}: slowest statement "
-                         f"({entry.statements[0][0] * 1000:.0f} ms in the slowest run)\n```\n"
-                         f"{caller.explain(*entry.statements[0][1:], not entry.failed)}\n```")
-    print(text)
+    print(text, flush=True)
+    if not args.sqlite:
+        for entry in sorted(measured, key=lambda entry: -entry.median)[:args.explain]:
+            if entry.statements:
+                plan = (f"\n\n#### {entry.label}: slowest statement "
+                        f"({entry.statements[0][0] * 1000:.0f} ms in the slowest run)\n```\n"
+                        f"{caller.explain(*entry.statements[0][1:], not entry.failed)}\n```")
+                print(plan, flush=True)
+                text += plan
     if args.output:
         args.output.write_text(text + "\n")
 
