@@ -264,6 +264,11 @@ def report(backend: str, commit: str, noop: list[float], measured: list[Measured
                       f"{nearest_rank(answered, 0.95):.0f} ms, max {max(answered):.0f} ms; "
                       f"slowest single run {slowest_run:.0f} ms."
                   + (f" {failed} calls failed (above)." if failed else "")]
+    if failed:
+        every = [entry.median for entry in measured]
+        lines.append(f"Counting the failed calls at the time they took (a time limit's error: "
+                     f"a lower bound): p50 {nearest_rank(every, 0.5):.0f} ms, p95 "
+                     f"{nearest_rank(every, 0.95):.0f} ms, max {max(every):.0f} ms.")
     return "\n".join(lines)
 
 
