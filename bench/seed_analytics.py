@@ -134,7 +134,8 @@ class PostgresSink:
 
 
 def _sqlite_value(value: Any) -> Any:
-    # As Peewee stores them: datetimes and dates as ISO text, booleans as 0/1.
+    # As Peewee stores them on SQLite: datetimes as ISO text (sqlite3's own adapter for them is
+    # deprecated).
     return str(value) if isinstance(value, datetime) else value
 
 
@@ -184,11 +185,10 @@ def seed(sink: Any, site_id: int, noise_site_id: int, total: int, days: int,
               rng.random() < 0.02, now - timedelta(seconds=rng.uniform(0, seconds)))
              for _ in range(max(total // 20, 10)))
     sink.rows("crawl_hit", CRAWL_COLUMNS, crawl)
-    tallies = ((site_id, (now - timedelta(days=day)).date(), reason, rng.randrange(1, 500))
+    tallies = ((site_id, str((now - timedelta(days=day)).date()), reason, rng.randrange(1, 500))
                for day in range(days) for reason in ("sampled", "duplicate", "bot",
                                                      "rejected_400", "rejected_429"))
-    sink.rows("ingest_tally", TALLY_COLUMNS, ((*row[:1], str(row[1]), *row[2:])
-                                              for row in tallies))
+    sink.rows("ingest_tally", TALLY_COLUMNS, tallies)
     sink.finish()
     return stored
 
