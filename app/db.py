@@ -97,7 +97,7 @@ def _without_gssapi_probe(url: str) -> dict[str, str]:
 
     libpq's default (prefer) looks for Kerberos credentials on each new connection, to offer
     GSSAPI encryption: that loads the Kerberos libraries into every worker (~1 MiB of its
-    resident memory, bench/README.md "Sixth pass") for a setup egis does not document.
+    resident memory, bench/README.md "Memory per worker") for a setup egis does not document.
     """
     if "gssencmode" in parse_qs(urlsplit(url).query) or "PGGSSENCMODE" in os.environ:
         return {}

@@ -1,33 +1,42 @@
-"""Analytics benchmark: seed a site with N events in PostgreSQL, then time every MCP tool.
+"""Analytics benchmark: seed a site with N events, then time every MCP tool.
 
-    python bench/seed_analytics.py [--events 1000000] [--reuse] [--repeat 5] [--indexes]
-                                   [--cold {gunicorn,granian}]
+    python bench/seed_analytics.py [--events 1000000] [--days 30] [--database NAME]
+                                   [--sqlite FILE] [--timezone ZONE] [--reuse] [--seed-only]
+                                   [--repeat 5] [--indexes] [--cold {gunicorn,granian}]
 
-Creates (or reuses, with --reuse: hence its fixed name) the database egis_analytics_bench, runs
-the migrations, and seeds one site, bench.example, with N events over the last 30 days shaped
-like real traffic (sessions of page views with heartbeats, scrolls, clicks, web vitals, errors,
-goals; identified users; the last days sampled at weight 10), plus server events, crawl hits,
-ingest tallies and a second site's noise. Rows go in through COPY, so a million take seconds.
-Then every tool is called through the MCP layer (tools/call, default arguments: the last 30
-days) `--repeat` times; the table shows the first call, then the fastest and the median of the
-others, in milliseconds (on a shared machine the fastest is the closest to the query's own
-cost).
+Creates (or reuses, with --reuse) a PostgreSQL database (default egis_analytics_bench), or with
+--sqlite a SQLite file, runs egis's migrations (`app.cli.upgrade_schema`, as `flask db upgrade`),
+and seeds one site, bench.example, with about N events over the last `--days` days shaped like
+real traffic (bench/visits.py: visits with their browser, country, language, device and screen,
+sources, channels, referrers and UTM campaigns on the entry page view, page views with web
+vitals, heartbeats, scrolls, clicks, form submits, errors, custom events with properties, goals;
+identified users; returning visitors; the last two days sampled at weight 2), with the visit
+context columns filled as DESIGN.md's contract says, plus server events, crawl hits, ingest
+tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY,
+SQLite rows through executemany in transactions of 100,000. --timezone sets the site's time zone
+when the schema has one (migration 0009).
+Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
+arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
+and the median of the others, in milliseconds (on a shared machine the fastest is the closest to
+the query's own cost).
 --indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES); without it
-they are dropped, so the table shows the schema as migrated.
+they are dropped, so the table shows the schema as migrated (PostgreSQL).
 --cold adds a column: each tool called once over HTTP by a server just started with one worker
 (gunicorn or granian, as deployed), timed by the client. That is what an agent waits for when its
 call is a worker's first, which imports the agent layer (blueprints/mcp.py).
 """
 import argparse
 import io
+import itertools
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,22 +45,15 @@ import orjson
 import psycopg2
 from ingest import bench_env, flask, serving, start_server
 from pg import admin, database_url, free_ports
+from visits import EVENT_COLUMNS, Row, events, flat, page_path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DB_NAME = "egis_analytics_bench"
-DB_URL = database_url(DB_NAME)
+DEFAULT_DATABASE = "egis_analytics_bench"
 DOMAIN = "bench.example"
-EVENT_COLUMNS = ("site_id", "session_id", "anonymous_id", "user_id", "type", "name", "page_url",
-                 "referrer", "properties", "occurred_at", "received_at", "weight")
-REFERRERS = ["https://www.google.com/", "https://duckduckgo.com/", "https://www.bing.com/",
-             "https://news.ycombinator.com/", "https://t.co/", "https://www.reddit.com/",
-             "https://github.com/", "https://chatgpt.com/", "https://www.linkedin.com/",
-             f"https://{DOMAIN}/pricing"]
-UTM = ["newsletter", "twitter", "google", "partner", "spring-sale"]
-GOALS = ["signup", "checkout", "newsletter", "demo-request"]
-ERRORS = [f"TypeError: cannot read properties of undefined (reading 'x{n}')" for n in range(40)]
+NOISE_DOMAIN = "noise.example"
+CHUNK = 100_000
 CRAWLERS = [("GPTBot", "ai_training"), ("ClaudeBot", "ai_training"), ("PerplexityBot",
             "ai_search"), ("Googlebot", "search_engine"), ("bingbot", "search_engine"),
             ("AhrefsBot", "seo"), ("UptimeRobot", "monitor"), (None, "unknown")]
@@ -64,58 +66,18 @@ PROPOSED_INDEXES = {
                                "properties) WHERE type = 'performance'",
     "event_site_id_received_at": "ON event (site_id, received_at)",
 }
-VITAL_RANGES = {"lcp": (800, 6000), "inp": (40, 800), "cls": (0.0, 0.4), "fcp": (500, 4000),
-                "ttfb": (50, 2000)}
+SERVER_COLUMNS = ("uid", "site_id", "event_name", "identified_user_id", "order_id",
+                  "amount_minor", "currency", "occurred_at", "received_at")
+CRAWL_COLUMNS = ("site_id", "path", "user_agent", "crawler", "category", "verified", "spoofed",
+                 "received_at")
+TALLY_COLUMNS = ("site_id", "day", "reason", "count")
 
 
-
-def page(rng: random.Random) -> str:
-    return f"/docs/{min(int(rng.paretovariate(1.2)), 500)}" if rng.random() < 0.7 else rng.choice(
-        ["/", "/pricing", "/blog", "/about", "/signup"])
-
-
-def session_events(rng: random.Random, site_id: int, now: datetime, number: int
-                   ) -> Iterator[tuple[Any, ...]]:
-    """One visit: page views, each followed by what a tracker sends while the page is open."""
-    start = now - timedelta(seconds=rng.uniform(0, 30 * 86400))
-    sampled = start > now - timedelta(days=5) and rng.random() < 0.1
-    weight = 10.0 if sampled else 1.0
-    session, visitor = f"s{number}", f"a{rng.randrange(number // 2 + 1)}"
-    user = f"u{rng.randrange(20000)}" if rng.random() < 0.1 else None
-    landing_referrer = rng.choice(REFERRERS) if rng.random() < 0.6 else ""
-    utm = rng.choice(UTM) if rng.random() < 0.15 else None
-    at = start
-    for view in range(1 + min(int(rng.expovariate(0.6)), 12)):
-        url = f"https://{DOMAIN}{page(rng)}" + (f"?utm_source={utm}" if utm and not view else "")
-        referrer = f"https://{DOMAIN}/" if view else landing_referrer
-        identified = user if view else None
-
-        def row(kind: str, at: datetime, name: str | None = None, properties: Any = None,
-                url: str = url, referrer: str = referrer, identified: str | None = identified
-                ) -> tuple[Any, ...]:
-            return (site_id, session, visitor, identified, kind, name, url, referrer,
-                    None if properties is None else orjson.dumps(properties).decode(),
-                    at, at + timedelta(seconds=1), weight)
-
-        yield row("pageview", at)
-        if rng.random() < 0.5:
-            for metric, (low, high) in VITAL_RANGES.items():
-                yield row("performance", at,
-                          properties={metric: round(rng.uniform(low, high), 3)})
-        for _ in range(min(int(rng.expovariate(0.3)), 20)):
-            at += timedelta(seconds=15)
-            yield row("heartbeat", at)
-        for depth in (25, 50, 75, 100)[:rng.randrange(5)]:
-            yield row("scroll", at, properties={"depth": depth})
-        for _ in range(rng.randrange(3)):
-            yield row("click", at, properties={"element": "a"})
-        if rng.random() < 0.02:
-            yield row("error", at, properties={"message": rng.choice(ERRORS), "stack": "at x"})
-        if rng.random() < 0.05:
-            yield row("custom", at, name=rng.choice(["video_play", "search", "share"]))
-        if rng.random() < 0.03:
-            yield row("goal", at, name=rng.choice(GOALS))
-        at += timedelta(seconds=rng.uniform(5, 120))
+def database_of(args: argparse.Namespace) -> str:
+    """The DATABASE_URL the run seeds and reads."""
+    if args.sqlite:
+        return f"sqlite:///{Path(args.sqlite).resolve()}"
+    return database_url(args.database)
 
 
 def _text_field(value: Any) -> str:
@@ -124,63 +86,115 @@ def _text_field(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace("\t", " ").replace("\n", " ")
 
 
-def copy_rows(cursor: Any, table: str, columns: tuple[str, ...], rows: Iterator[tuple[Any, ...]],
-              chunk: int = 100_000) -> int:
-    """COPY in PostgreSQL's text format (tab-separated, \\N for NULL), `chunk` rows at a time."""
+def _text_line(values: Iterable[Any]) -> str:
+    return "\t".join(map(_text_field, values))
+
+
+def copy_lines(cursor: Any, table: str, columns: tuple[str, ...], lines: Iterator[str]) -> int:
+    """COPY in PostgreSQL's text format (tab-separated, \\N for NULL), CHUNK lines at a time."""
     count = 0
     while True:
-        lines = []
-        for row in rows:
-            lines.append("\t".join(map(_text_field, row)))
-            if len(lines) == chunk:
-                break
-        if not lines:
+        chunk = list(itertools.islice(lines, CHUNK))
+        if not chunk:
             return count
         cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN",
-                           io.StringIO("\n".join(lines) + "\n"))
-        count += len(lines)
+                           io.StringIO("\n".join(chunk) + "\n"))
+        count += len(chunk)
 
 
-def events(rng: random.Random, site_id: int, total: int, now: datetime
-           ) -> Iterator[tuple[Any, ...]]:
-    produced, number = 0, 0
-    while True:
-        number += 1
-        for row in session_events(rng, site_id, now, number):
-            if produced == total:
-                return
-            produced += 1
-            yield row
+def event_lines(rows: Iterator[Row]) -> Iterator[str]:
+    """Each event as a COPY line; a page's and a visit's columns, shared by many events, are
+    rendered once (most of the seeding time otherwise)."""
+    page = visit = None
+    page_text = visit_text = ""
+    for event, event_page, event_visit in rows:
+        if event_page is not page:
+            page, page_text = event_page, _text_line(event_page)
+        if event_visit is not visit:
+            visit, visit_text = event_visit, _text_line(event_visit)
+        yield f"{_text_line(event)}\t{page_text}\t{visit_text}"
 
 
-def seed(cursor: Any, site_id: int, noise_site_id: int, total: int, now: datetime) -> None:
+class PostgresSink:
+    def __init__(self, url: str) -> None:
+        self.connection = psycopg2.connect(url)
+        self.cursor = self.connection.cursor()
+
+    def events(self, rows: Iterator[Row]) -> int:
+        return copy_lines(self.cursor, "event", EVENT_COLUMNS, event_lines(rows))
+
+    def rows(self, table: str, columns: tuple[str, ...], rows: Iterator[tuple[Any, ...]]) -> int:
+        return copy_lines(self.cursor, table, columns, map(_text_line, rows))
+
+    def finish(self) -> None:
+        self.connection.commit()
+        self.connection.autocommit = True
+        self.cursor.execute("VACUUM ANALYZE")
+        self.connection.close()
+
+
+def _sqlite_value(value: Any) -> Any:
+    # As Peewee stores them on SQLite: datetimes as ISO text (sqlite3's own adapter for them is
+    # deprecated).
+    return str(value) if isinstance(value, datetime) else value
+
+
+class SqliteSink:
+    def __init__(self, path: str) -> None:
+        self.connection = sqlite3.connect(path, isolation_level=None)
+
+    def events(self, rows: Iterator[Row]) -> int:
+        return self.rows("event", EVENT_COLUMNS, flat(rows))
+
+    def rows(self, table: str, columns: tuple[str, ...], rows: Iterator[Any]) -> int:
+        statement = (f"INSERT INTO {table} ({', '.join(columns)}) "
+                     f"VALUES ({', '.join('?' * len(columns))})")
+        count = 0
+        while True:
+            chunk = [tuple(map(_sqlite_value, row)) for row in itertools.islice(rows, CHUNK)]
+            if not chunk:
+                return count
+            self.connection.execute("BEGIN")
+            self.connection.executemany(statement, chunk)
+            self.connection.execute("COMMIT")
+            count += len(chunk)
+
+    def finish(self) -> None:
+        self.connection.execute("ANALYZE")
+        self.connection.close()
+
+
+def seed(sink: Any, site_id: int, noise_site_id: int, total: int, days: int,
+         now: datetime) -> int:
+    """Store the site's events and the rest; returns the site's event count."""
     rng = random.Random(20260728)
-    copy_rows(cursor, "event", EVENT_COLUMNS, events(rng, site_id, total, now))
-    copy_rows(cursor, "event", EVENT_COLUMNS, events(rng, noise_site_id, total // 10, now))
-    server_rows = []
-    for number in range(max(total // 200, 10)):
-        at = now - timedelta(seconds=rng.uniform(0, 30 * 86400))
+    stored = sink.events(events(rng, site_id, DOMAIN, total, days, now))
+    sink.events(events(rng, noise_site_id, NOISE_DOMAIN, total // 10, days, now))
+    seconds = days * 86400
+
+    def server_event(number: int) -> tuple[Any, ...]:
+        at = now - timedelta(seconds=rng.uniform(0, seconds))
         refund = rng.random() < 0.05
-        server_rows.append((str(uuid.UUID(int=rng.getrandbits(128))), site_id, "purchase",
-                            f"u{rng.randrange(20000)}", f"order-{number}",
-                            -rng.randrange(500, 5000) if refund else rng.randrange(500, 20000),
-                            rng.choice(["USD", "USD", "EUR", "JPY"]), at, at))
-    copy_rows(cursor, "server_event", ("uid", "site_id", "event_name", "identified_user_id",
-                                       "order_id", "amount_minor", "currency", "occurred_at",
-                                       "received_at"), iter(server_rows))
-    crawl = ((site_id, page(rng), "bench", *rng.choice(CRAWLERS), rng.random() < 0.5,
-              rng.random() < 0.02, now - timedelta(seconds=rng.uniform(0, 30 * 86400)))
+        return (str(uuid.UUID(int=rng.getrandbits(128))), site_id, "purchase",
+                f"u{rng.randrange(50000)}", f"order-{number}",
+                -rng.randrange(500, 5000) if refund else rng.randrange(500, 20000),
+                rng.choice(["USD", "USD", "EUR", "JPY"]), at, at)
+
+    sink.rows("server_event", SERVER_COLUMNS, map(server_event, range(max(total // 200, 10))))
+    crawl = ((site_id, page_path(rng), "bench", *rng.choice(CRAWLERS), rng.random() < 0.5,
+              rng.random() < 0.02, now - timedelta(seconds=rng.uniform(0, seconds)))
              for _ in range(max(total // 20, 10)))
-    copy_rows(cursor, "crawl_hit", ("site_id", "path", "user_agent", "crawler", "category",
-                                    "verified", "spoofed", "received_at"), crawl)
-    tallies = ((site_id, (now - timedelta(days=day)).date(), reason, rng.randrange(1, 500))
-               for day in range(30) for reason in ("sampled", "duplicate", "bot", "rejected_400",
-                                                    "rejected_429"))
-    copy_rows(cursor, "ingest_tally", ("site_id", "day", "reason", "count"), tallies)
+    sink.rows("crawl_hit", CRAWL_COLUMNS, crawl)
+    tallies = ((site_id, str((now - timedelta(days=day)).date()), reason, rng.randrange(1, 500))
+               for day in range(days) for reason in ("sampled", "duplicate", "bot",
+                                                     "rejected_400", "rejected_429"))
+    sink.rows("ingest_tally", TALLY_COLUMNS, tallies)
+    sink.finish()
+    return stored
 
 
-def set_indexes(wanted: bool) -> None:
-    connection = psycopg2.connect(DB_URL)
+def set_indexes(url: str, wanted: bool) -> None:
+    connection = psycopg2.connect(url)
     connection.autocommit = True
     cursor = connection.cursor()
     for name, definition in PROPOSED_INDEXES.items():
@@ -190,39 +204,74 @@ def set_indexes(wanted: bool) -> None:
     connection.close()
 
 
-def prepare(total: int, reuse: bool) -> None:
+def upgrade(url: str) -> Any:
+    """Migrate the database with the code on sys.path (`flask db upgrade`); returns the app."""
     from app import create_app
     from app.cli import upgrade_schema
+
+    app = create_app({"DATABASE_URL": url})
+    upgrade_schema()
+    return app
+
+
+def create_sites(app: Any, timezone: str | None) -> tuple[int, int]:
+    from models import Site, database
+
+    with app.app_context(), database.connection_context():
+        zone = {"timezone": timezone} if timezone and "timezone" in Site._meta.fields else {}
+        return tuple(Site.create(domain=domain, plan="pro", **zone).id
+                     for domain in (DOMAIN, NOISE_DOMAIN))
+
+
+def set_timezone(app: Any, timezone: str) -> None:
+    """Give the seeded site `timezone` once the schema has the column (migration 0009)."""
+    from models import Site, database
+
+    if "timezone" not in Site._meta.fields:
+        return
+    with app.app_context(), database.connection_context():
+        Site.update(timezone=timezone).where(Site.domain == DOMAIN).execute()
+
+
+def prepare(args: argparse.Namespace) -> None:
+    """Create, migrate and seed the database (with --reuse: migrate the existing one)."""
     from app.db import release_connections
 
-    if not reuse:
-        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        admin(f"CREATE DATABASE {DB_NAME}")
-    create_app({"DATABASE_URL": DB_URL})
-    upgrade_schema()
-    release_connections()
-    if reuse:
+    url = database_of(args)
+    if not args.reuse:
+        if args.sqlite:
+            Path(args.sqlite).unlink(missing_ok=True)
+        else:
+            admin(f"DROP DATABASE IF EXISTS {args.database} WITH (FORCE)")
+            admin(f"CREATE DATABASE {args.database}")
+    app = upgrade(url)
+    if args.reuse:
+        if args.timezone:
+            set_timezone(app, args.timezone)
+        release_connections()
         return
-    connection = psycopg2.connect(DB_URL)
-    cursor = connection.cursor()
-    cursor.execute("INSERT INTO site (domain, plan, created_at) VALUES (%s, 'pro', now()), "
-                   "('noise.example', 'pro', now()) RETURNING id", (DOMAIN,))
-    site_id, noise_id = (row[0] for row in cursor.fetchall())
+    now = datetime.utcnow()
+    if not args.sqlite:
+        from app import partitions
+        from models import database
+
+        with app.app_context(), database.connection_context():
+            partitions.ensure(now - timedelta(days=args.days))  # history in months of its own
+    site_id, noise_id = create_sites(app, args.timezone)
+    release_connections()
+    sink = SqliteSink(args.sqlite) if args.sqlite else PostgresSink(url)
     started = time.perf_counter()
-    seed(cursor, site_id, noise_id, total, datetime.utcnow())
-    connection.commit()
-    connection.autocommit = True
-    cursor.execute("VACUUM ANALYZE")
-    connection.close()
-    print(f"seeded {total:,} events for {DOMAIN} in {time.perf_counter() - started:.1f} s")
+    stored = seed(sink, site_id, noise_id, args.events, args.days, now)
+    print(f"seeded {stored:,} events for {DOMAIN} over {args.days} days (and the rest) in "
+          f"{time.perf_counter() - started:.1f} s")
 
 
-def time_tools(repeat: int) -> list[tuple[str, float, float, float, str]]:
+def time_tools(url: str, repeat: int) -> list[tuple[str, float, float, float, str]]:
     from app import create_app
     from app.agent.tools import MCP
     from models import Site, database
 
-    app = create_app({"DATABASE_URL": DB_URL})
+    app = create_app({"DATABASE_URL": url})
     results = []
     with app.app_context(), database.connection_context():
         site = Site.get(Site.domain == DOMAIN)
@@ -238,11 +287,11 @@ def time_tools(repeat: int) -> list[tuple[str, float, float, float, str]]:
     return results
 
 
-def time_cold_calls(server: str, tools: list[str]) -> dict[str, float]:
+def time_cold_calls(url: str, server: str, tools: list[str]) -> dict[str, float]:
     """Milliseconds for each tool's call over HTTP, each answered by the only worker of a
     server started for that call (its /healthz answered first, so the worker is up)."""
     [port] = free_ports(1)
-    env = bench_env(DB_URL, port, workers=1, threads=4)
+    env = bench_env(url, port, workers=1, threads=4)
     key = flask("keys", "create", DOMAIN, "--kind", "server", env=env).splitlines()[-1]
     shape = argparse.Namespace(workers=1, worker_threads=4)
     timings = {}
@@ -264,19 +313,32 @@ def time_cold_calls(server: str, tools: list[str]) -> dict[str, float]:
     return timings
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=30, help="days of traffic to seed")
+    parser.add_argument("--database", default=DEFAULT_DATABASE, help="PostgreSQL database")
+    parser.add_argument("--sqlite", metavar="FILE", help="seed a SQLite file instead")
+    parser.add_argument("--timezone", help="the site's time zone (IANA), once the schema has it")
     parser.add_argument("--reuse", action="store_true", help="keep the seeded database")
+    parser.add_argument("--seed-only", action="store_true", help="seed, time no tool")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--indexes", action="store_true", help="add the proposed indexes")
     parser.add_argument("--cold", choices=("gunicorn", "granian"),
                         help="also time each tool as a fresh worker's first MCP call")
-    args = parser.parse_args()
-    prepare(args.events, args.reuse)
-    set_indexes(args.indexes)
-    results = time_tools(args.repeat)
-    cold = time_cold_calls(args.cold, [row[0] for row in results]) if args.cold else {}
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    prepare(args)
+    if args.seed_only:
+        return
+    url = database_of(args)
+    if not args.sqlite:
+        set_indexes(url, args.indexes)
+    results = time_tools(url, args.repeat)
+    cold = time_cold_calls(url, args.cold, [row[0] for row in results]) if args.cold else {}
     cold_header = f" {args.cold} worker's first call (ms) |" if cold else ""
     print(f"\n| tool | first call (ms) | fastest of next {args.repeat - 1} (ms) | median (ms) |"
           f"{cold_header} says |")

@@ -1,6 +1,6 @@
 """What a worker keeps of what it does not use, checked in a fresh interpreter.
 
-A worker's memory is mostly what it imports (bench/README.md, "Sixth pass"): dnspython only
+A worker's memory is mostly what it imports (bench/README.md, "Memory per worker"): dnspython only
 when crawler verification is on, and none of Babel's global CLDR data once the currency table
 is built from it.
 """

@@ -15,8 +15,8 @@ payment processors and accounting exports use ISO minor units.
 
 Both tables are read from Babel once, at import, and kept as one small dict. Babel then holds
 all of CLDR's global data (time zones, languages, scripts, ...: ~2.5 MiB in every worker) for
-any later call; nothing else in egis calls it, so that cache is let go (bench/README.md, "Sixth
-pass"). A later Babel call would simply load it again.
+any later call; nothing else in egis calls it, so that cache is let go (bench/README.md,
+"Memory per worker"). A later Babel call would simply load it again.
 """
 
 from __future__ import annotations
