@@ -10,12 +10,13 @@ from models.instance_secret import InstanceSecret
 from models.server_event import ServerEvent
 from models.site import Site
 from models.usage import Usage
+from models.visit import Visit
 from models.visitor_salt import VisitorSalt
 from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
-              InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey)
+              InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey, Visit)
 
 __all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IdempotencyKey",
            "IngestTally", "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage",
-           "VisitorSalt", "VisitorState", "database"]
+           "Visit", "VisitorSalt", "VisitorState", "database"]

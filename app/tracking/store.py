@@ -11,7 +11,8 @@ spell a column definition list (`AS e(type text, ...)`), hence the hand-written 
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
 in one transaction. The request's visit context (app.visit.context: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
-fields of each batch), not once per event.
+fields of each batch), not once per event. The same statement merges each stored batch into
+its session's visit row (app.tracking.visits; {} for a batch without a session: no row).
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,8 +22,27 @@ import orjson
 from peewee import IntegrityError
 
 from app.db import PreparedStatement, is_postgres
+from app.tracking import visits
 from app.visit.context import NO_CONTEXT, RequestContext
 from models import Batch, Event, Usage, database
+
+# The batch's visit summary (app.tracking.visits.summary, a JSON object; null without a session)
+# merged into its visit row, only when the batch was stored now.
+BATCH_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+    f"v.{column}" for column in visits.COLUMNS)}
+    FROM new_batch, jsonb_populate_record(NULL::visit, $21) AS v
+    WHERE v.session_id IS NOT NULL""")
+# A group's visit rows: the sums over its stored batches of one session, the entry columns of
+# the batch with the earliest page view, the exit columns of the one with the latest (ties: the
+# later batch in the group), in (site, session) order like the other upserts.
+GROUP_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+    f"n.{column}" if column in visits.ENTRY_COLUMNS
+    else f"x.{column}" if column in visits.EXIT_COLUMNS else f"v.{column}"
+    for column in visits.COLUMNS)}
+    FROM visit_sums AS v
+    LEFT JOIN visit_entries AS n USING (site_id, session_id)
+    LEFT JOIN visit_exits AS x USING (site_id, session_id)
+    ORDER BY v.site_id, v.session_id""")
 
 # Per-event columns; the batch-wide ones come from BatchRows.
 EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
@@ -38,8 +58,8 @@ _PG_STORE_BATCH = PreparedStatement(
                 ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
                 ("country", "text"), ("device", "text"), ("browser", "text"),
                 ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
-                ("language", "text"), ("screen", "text")),
-    body="""
+                ("language", "text"), ("screen", "text"), ("visit", "jsonb")),
+    body=f"""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     VALUES ($1, $2, $3, $4)
@@ -65,6 +85,8 @@ WITH new_batch AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
+), visited AS (
+    {BATCH_VISIT_UPSERT}
 )
 SELECT EXISTS (SELECT FROM new_batch) AS stored,
        -- For a resend, the stored copy's count; looked up only when nothing was inserted.
@@ -79,14 +101,14 @@ SELECT EXISTS (SELECT FROM new_batch) AS stored,
 _PG_STORE_GROUP = PreparedStatement(
     name="egis_store_group",
     parameters=(("batches", "jsonb"),),
-    body="""
+    body=f"""
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1) AS b(
         position integer, site_id integer, batch_key text, count integer,
         received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
         weight real, events jsonb, period text, shard smallint, country text, device text,
         browser text, browser_version text, os text, os_version text, language text,
-        screen text)
+        screen text, visit jsonb)
 ), new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
@@ -118,6 +140,22 @@ WITH input AS (
     SELECT site_id, period, shard, sum(count) FROM kept WHERE count > 0
     GROUP BY site_id, period, shard ORDER BY site_id, period, shard
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
+), visit_parts AS (
+    SELECT k.position, v.* FROM kept AS k, jsonb_populate_record(NULL::visit, k.visit) AS v
+    WHERE v.session_id IS NOT NULL
+), visit_sums AS (
+    SELECT site_id, session_id, max(visitor) AS visitor, min(started_at) AS started_at,
+           max(ended_at) AS ended_at, sum(events) AS events, sum(pageviews) AS pageviews,
+           sum(interactions) AS interactions, max(weight) AS weight
+    FROM visit_parts GROUP BY site_id, session_id
+), visit_entries AS (
+    SELECT DISTINCT ON (site_id, session_id) * FROM visit_parts WHERE entry_at IS NOT NULL
+    ORDER BY site_id, session_id, entry_at, position
+), visit_exits AS (
+    SELECT DISTINCT ON (site_id, session_id) * FROM visit_parts WHERE exit_at IS NOT NULL
+    ORDER BY site_id, session_id, exit_at DESC, position DESC
+), visited AS (
+    {GROUP_VISIT_UPSERT}
 )
 SELECT input.position, kept.batch_id IS NOT NULL AS stored,
        CASE WHEN kept.batch_id IS NULL THEN
@@ -145,6 +183,11 @@ class BatchRows:
     shard: int
     context: RequestContext = NO_CONTEXT
 
+    def visit(self) -> dict[str, Any] | None:
+        """This batch's contribution to its visit row (app.tracking.visits)."""
+        return visits.summary(self.site_id, self.session_id, self.anonymous_id, self.weight,
+                              self.context.columns(), self.events)
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -168,6 +211,7 @@ def _store_postgres(rows: BatchRows) -> Outcome:
         "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
         "period": rows.period, "shard": rows.shard, **rows.context.columns(),
+        "visit": orjson.dumps(rows.visit() or {}).decode(),
     }
     (stored, stored_count) = _PG_STORE_BATCH.execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
@@ -212,7 +256,7 @@ def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
             "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
             "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
             "events": rows.events, "period": rows.period, "shard": rows.shard,
-            **rows.context.columns()}
+            **rows.context.columns(), "visit": rows.visit() or {}}
 
 
 def _store_portable(rows: BatchRows) -> Outcome:
@@ -234,6 +278,7 @@ def _store_portable(rows: BatchRows) -> Outcome:
             Event.insert_many([{**shared, "batch_id": batch_id, **event}
                                for event in rows.events]).execute()
             add_usage(rows.site_id, rows.period, rows.shard, len(rows.events))
+            visits.add(rows.visit())
     return Outcome(True, len(rows.events))
 
 

@@ -1,0 +1,165 @@
+"""The visit table (models.Visit), kept up to date by the statement that stores each batch.
+
+Every stored batch adds to its session's visit row: its first and last event times, counts,
+largest weight, and, when it holds a page view earlier (later) than the row's, the entry
+(exit) columns. A batch's own summary is computed here in Python (one pass over the events the
+request already holds); the merge with the stored row is one upsert whose SET clause is
+MERGE_SQL, the same text on PostgreSQL (inside app.tracking.store's single statement) and
+SQLite. `rebuild` derives visit rows from stored events: the migration that adds the table,
+erasure, and rows written outside the store path (tests, the benchmark's seeding) use it.
+
+Ties: events are ordered by time, then by storage order (the event id), so a page view stored
+later at the same time is not an earlier entry but is a later exit; the merge keeps that rule.
+"""
+from collections.abc import Iterable
+from typing import Any
+
+from peewee import JOIN, SQL, Case, Select, fn
+
+from app.analytics.vocabulary import VISIT_COLUMNS
+from app.visit.context import COLUMNS as CONTEXT_COLUMNS
+from models import Event, Visit, database
+
+INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")  # not a bounce
+# the entry page view's own columns, by the event column they come from
+PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "channel",
+                      "referrer": "referrer_url", "utm_source": "utm_source",
+                      "utm_medium": "utm_medium", "utm_campaign": "utm_campaign",
+                      "utm_content": "utm_content", "utm_term": "utm_term"}
+ENTRY_COLUMNS = ("entry_at", *PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)
+EXIT_COLUMNS = ("exit_at", "exit_page")
+COLUMNS = ("site_id", "session_id", "visitor", "started_at", "ended_at", "events", "pageviews",
+           "interactions", "weight", *ENTRY_COLUMNS, *EXIT_COLUMNS)
+REBUILD_SESSIONS = 500  # session ids per rebuild statement
+
+
+def _merge_rules() -> dict[str, str]:
+    """Per column, how a batch's summary (`excluded`) merges into the stored row (`visit`)."""
+    def chosen(column: str, at: str, wins: str) -> str:
+        return (f"CASE WHEN excluded.{at} IS NOT NULL AND (visit.{at} IS NULL OR "
+                f"excluded.{at} {wins} visit.{at}) THEN excluded.{column} "
+                f"ELSE visit.{column} END")
+
+    def extreme(column: str, wins: str) -> str:
+        return chosen(column, column, wins)
+
+    return {"visitor": extreme("visitor", ">"), "started_at": extreme("started_at", "<"),
+            "ended_at": extreme("ended_at", ">"), "weight": extreme("weight", ">"),
+            **{column: f"visit.{column} + excluded.{column}"
+               for column in ("events", "pageviews", "interactions")},
+            **{column: chosen(column, "entry_at", "<") for column in ENTRY_COLUMNS},
+            **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
+
+
+MERGE = _merge_rules()
+MERGE_SQL = ", ".join(f"{column} = {rule}" for column, rule in MERGE.items())
+UPSERT_SQL = (f"INSERT INTO visit ({', '.join(COLUMNS)}) {{rows}} "
+              f"ON CONFLICT (site_id, session_id) DO UPDATE SET {MERGE_SQL}")
+
+
+def summary(site_id: int, session_id: str | None, visitor: str | None, weight: float,
+            context: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One batch's contribution to its visit (every column of COLUMNS), or None for events
+    without a session id. `context` is the request's (country ... screen); it is the visit's
+    only when the batch holds the visit's first page view, which the merge decides."""
+    if session_id is None or not events:
+        return None
+    times = [event["occurred_at"] for event in events]
+    views = [event for event in events if event["type"] == "pageview"]
+    entry = min(views, key=lambda event: event["occurred_at"]) if views else None
+    # the last of equal times: max() keeps the first maximum it meets, so read backwards
+    exit_view = max(reversed(views), key=lambda event: event["occurred_at"]) if views else None
+    row = {"site_id": site_id, "session_id": session_id, "visitor": visitor,
+           "started_at": min(times), "ended_at": max(times), "events": len(events),
+           "pageviews": len(views),
+           "interactions": sum(event["type"] in INTERACTIONS for event in events),
+           "weight": weight, "entry_at": entry["occurred_at"] if entry else None,
+           "exit_at": exit_view["occurred_at"] if exit_view else None,
+           "exit_page": exit_view.get("path") if exit_view else None}
+    for column, source in PAGE_ENTRY_COLUMNS.items():
+        row[column] = entry.get(source) if entry else None
+    for column in CONTEXT_COLUMNS:
+        row[column] = context.get(column) if entry else None
+    return row
+
+
+def add(row: dict[str, Any] | None) -> None:
+    """Merge one batch's summary into its visit (inside the caller's transaction)."""
+    if row is None:
+        return
+    placeholders = ", ".join([database.param] * len(COLUMNS))
+    database.execute_sql(UPSERT_SQL.format(rows=f"VALUES ({placeholders})"),
+                         [Visit._meta.fields[column].db_value(row[column])
+                          for column in COLUMNS])
+
+
+def _rebuilt(scope: Any) -> Select:
+    """Visit rows (COLUMNS) derived from the stored events matching `scope`."""
+    views = fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0))
+    per_session = (Event.select(
+        Event.site_id, Event.session_id, fn.MAX(Event.anonymous_id).alias("visitor"),
+        fn.MIN(Event.occurred_at).alias("started_at"),
+        fn.MAX(Event.occurred_at).alias("ended_at"), fn.COUNT(Event.id).alias("events"),
+        views.alias("pageviews"),
+        fn.SUM(Case(None, [(Event.type.in_(INTERACTIONS), 1)], 0)).alias("interactions"),
+        fn.MAX(Event.weight).alias("weight"))
+        .where(scope & Event.session_id.is_null(False))
+        .group_by(Event.site_id, Event.session_id).cte("per_session"))
+    session = [Event.site_id, Event.session_id]
+    page_columns = {column: VISIT_COLUMNS[column](Event)
+                    for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)}
+    ranked = (Event.select(
+        Event.site_id, Event.session_id, Event.occurred_at,
+        *[expression.alias(column) for column, expression in page_columns.items()],
+        fn.ROW_NUMBER().over(partition_by=session, order_by=[Event.occurred_at, Event.id])
+        .alias("first_rank"),
+        fn.ROW_NUMBER().over(partition_by=session,
+                             order_by=[Event.occurred_at.desc(), Event.id.desc()])
+        .alias("last_rank"))
+        .where(scope & Event.session_id.is_null(False) & (Event.type == "pageview"))
+        .cte("ranked"))
+    s = per_session.c
+    first = Select([ranked], [SQL("*")]).where(ranked.c.first_rank == 1).cte("first_view")
+    last = Select([ranked], [SQL("*")]).where(ranked.c.last_rank == 1).cte("last_view")
+    f, x = first.c, last.c
+
+    columns = {"site_id": s.site_id, "session_id": s.session_id, "visitor": s.visitor,
+               "started_at": s.started_at, "ended_at": s.ended_at, "events": s.events,
+               "pageviews": s.pageviews, "interactions": s.interactions, "weight": s.weight,
+               "entry_at": f.occurred_at,
+               **{column: getattr(f, column) for column in (*PAGE_ENTRY_COLUMNS,
+                                                            *CONTEXT_COLUMNS)},
+               "exit_at": x.occurred_at, "exit_page": x.entry_page}  # the last view's path
+    def joined(view: Any) -> Any:
+        return (view.site_id == s.site_id) & (view.session_id == s.session_id)
+
+    return (Select([per_session], [columns[column].alias(column) for column in COLUMNS])
+            .join(first, JOIN.LEFT_OUTER, on=joined(f))
+            .join(last, JOIN.LEFT_OUTER, on=joined(x))
+            .with_cte(per_session, ranked, first, last))
+
+
+def rebuild(site_id: int | None = None, session_ids: Iterable[str] | None = None) -> int:
+    """Derive the visit rows of a site (every site: None), or of some of its sessions, from
+    their stored events, replacing what was there; how many visit rows there are now."""
+    if session_ids is None:
+        return _rebuild_scope(site_id, None)
+    wanted = sorted(set(session_ids))
+    return sum(_rebuild_scope(site_id, wanted[start:start + REBUILD_SESSIONS])
+               for start in range(0, len(wanted), REBUILD_SESSIONS))
+
+
+def _rebuild_scope(site_id: int | None, session_ids: list[str] | None) -> int:
+    scope: Any = SQL("1 = 1")
+    visits: Any = SQL("1 = 1")
+    if site_id is not None:
+        scope &= Event.site_id == site_id
+        visits &= Visit.site_id == site_id
+    if session_ids is not None:
+        scope &= Event.session_id.in_(session_ids)
+        visits &= Visit.session_id.in_(session_ids)
+    with database.atomic():
+        Visit.delete().where(visits).execute()
+        fields = [Visit._meta.fields[column] for column in COLUMNS]
+        Visit.insert_from(_rebuilt(scope), fields).execute()
+    return Visit.select().where(visits).count()

@@ -1,0 +1,59 @@
+from peewee import (
+    BigAutoField,
+    CharField,
+    DateTimeField,
+    FloatField,
+    IntegerField,
+    TextField,
+)
+
+from models.base import BaseModel
+
+
+class Visit(BaseModel):
+    """One visit (a session id of a site) as its stored events make it, kept up to date in the
+    statement that stores each batch (app.tracking.visits), so that the agent's visit figures
+    read one row per visit instead of grouping the period's events by session.
+
+    A visit belongs to the period its first event falls in (`started_at`); its figures are the
+    whole visit's. The entry columns (entry_page, source ... utm_term and the request context
+    country ... screen) are those of its first page view, exit_page its last page view's path.
+    Rows without a page view (`pageviews` 0) are sessions that are not (yet) visits.
+    """
+
+    id = BigAutoField()
+    site_id = IntegerField()  # a plain column, like the other ingest-path tables
+    session_id = CharField(max_length=128)
+    visitor = CharField(max_length=128, null=True)  # the largest anonymous id of its events
+    started_at = DateTimeField()  # its first event's occurred_at
+    ended_at = DateTimeField()  # its last event's occurred_at
+    events = IntegerField()  # stored events, unweighted
+    pageviews = IntegerField()
+    interactions = IntegerField()  # click, form_submit, custom, goal, heartbeat: not a bounce
+    weight = FloatField()  # the largest sampling weight of its events
+    entry_at = DateTimeField(null=True)  # the first page view's occurred_at
+    entry_page = TextField(null=True)
+    exit_at = DateTimeField(null=True)  # the last page view's occurred_at
+    exit_page = TextField(null=True)
+    country = CharField(max_length=2, null=True)
+    device = CharField(max_length=16, null=True)
+    browser = CharField(max_length=64, null=True)
+    browser_version = CharField(max_length=16, null=True)
+    os = CharField(max_length=64, null=True)
+    os_version = CharField(max_length=16, null=True)
+    language = CharField(max_length=8, null=True)
+    screen = CharField(max_length=8, null=True)
+    source = TextField(null=True)
+    channel = CharField(max_length=32, null=True)
+    referrer = TextField(null=True)  # the entry page view's referrer_url
+    utm_source = TextField(null=True)
+    utm_medium = TextField(null=True)
+    utm_campaign = TextField(null=True)
+    utm_content = TextField(null=True)
+    utm_term = TextField(null=True)
+
+    class Meta:
+        indexes = (
+            (("site_id", "session_id"), True),
+            (("site_id", "started_at"), False),
+        )
