@@ -9,6 +9,9 @@ from peewee import (
 
 from models.base import BaseModel
 
+# The event types a visit's `interactions` counts: a visit with one is no bounce.
+INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
+
 
 class Visit(BaseModel):
     """One visit (a session id of a site) as its stored events make it, kept up to date in the
@@ -29,7 +32,7 @@ class Visit(BaseModel):
     ended_at = DateTimeField()  # its last event's occurred_at
     events = IntegerField()  # stored events, unweighted
     pageviews = IntegerField()
-    interactions = IntegerField()  # click, form_submit, custom, goal, heartbeat: not a bounce
+    interactions = IntegerField()  # events of INTERACTIONS
     weight = FloatField()  # the largest sampling weight of its events
     entry_at = DateTimeField(null=True)  # the first page view's occurred_at
     entry_page = TextField(null=True)

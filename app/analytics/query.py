@@ -3,14 +3,16 @@ per figure set (rows, totals, a conversion denominator, a comparison period), on
 and SQLite alike. Definitions: DESIGN.md, "The agent read surface", and app.analytics.vocabulary.
 
 The statement, as CTEs:
-  visits          one row per visit (a session id with a page view in the period): its visitor,
-                  weight, page views, bounce, duration (a hash aggregate per session) and the
-                  visit:* columns the query uses, read from its first page view (last for
-                  exit_page); built only when a visit metric, dimension or filter needs it.
+  visits          one row per visit of the period, from the visit table (models.Visit, kept at
+                  ingest: a visit is in the period its first event is in, with the figures of
+                  the whole visit): its visitor, weight, page views, bounce, duration and the
+                  visit:* columns the query uses; only when a visit metric, dimension or filter
+                  needs it.
   grouped         the events that event filters select, summed per (event dimensions,
-                  session); without event dimensions and filters this is the visits' own pass.
-  selected        grouped joined to its visit: the dimension values d0, d1, d2, the visit's
-                  figures, and the visit filters applied.
+                  session); not built when the rows are visits (no event or time dimension,
+                  no event filter), which then read the visit table alone.
+  selected        grouped joined to its visit (or the visits themselves): the dimension values
+                  d0, d1, d2, the visit's figures, and the visit filters applied.
   per_visit       (dimensions, visit) pairs: a visit counts in a row when it has a selected event
                   with the row's values; per_visitor likewise for visitor ids.
   parts           event sums, visit sums and visitor sums per row (grand 0) and over everything
@@ -34,9 +36,7 @@ from app.analytics.base import (
 )
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
 from app.analytics.vocabulary import (
-    LAST_PAGE_VIEW_COLUMNS,
     RATES,
-    VISIT_COLUMNS,
     Dimension,
     Row,
     dimension,
@@ -44,14 +44,14 @@ from app.analytics.vocabulary import (
     seconds_between,
 )
 from app.fields import whole_number
-from models import Event, Site
+from models import Event, Site, Visit
 
-INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
 MAX_LIMIT, DEFAULT_LIMIT = 1000, 100
 ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut
 # "stored": events as stored rows, unweighted (count_events reports it)
 SUMS = ("events", "stored", "pageviews", "visits", "bounces", "views", "duration", "visitors")
+EVENT_METRICS = frozenset({"events", "pageviews"})
 VISIT_METRICS = frozenset({"visitors", "visits", "bounce_rate", "views_per_visit",
                            "visit_duration", "conversion_rate", "percentage"})
 GOAL = "event:goal"
@@ -129,67 +129,26 @@ def parse_query(arguments: dict[str, Any]) -> Query:
 
 # --- SQL -----------------------------------------------------------------------------------
 
-def visit_figures() -> list[Any]:
-    """Per session (grouped by session_id): its visitor, weight, page views, bounce and
-    duration; `views` > 0 makes it a visit."""
-    views = fn.SUM(when(Event.type == "pageview", 1))
-    interactions = fn.SUM(when(Event.type.in_(INTERACTIONS), 1))
-    return [fn.MAX(Event.anonymous_id).alias("visitor"), fn.MAX(Event.weight).alias("w"),
-            views.alias("views"),
-            Case(None, [((views == 1) & (interactions == 0), 1)], 0).alias("bounced"),
-            seconds_between(fn.MIN(Event.occurred_at), fn.MAX(Event.occurred_at))
-            .alias("duration")]
-
-
-def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
-               per_session: Any = None) -> tuple[Any, ...]:
-    """CTEs ending with one row per visit of `period`: session_id, visitor, w, views,
-    bounced, duration and the visit:* `columns`, from the visit's first (exit_page: last) page
-    view. The per-visit figures are a hash aggregate over the period's events (or
-    `per_session`, a CTE of the caller that already has them as `sid` and visit_figures());
-    only the page views are sorted, and only when a visit:* column is wanted."""
-    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at)
-             & Event.session_id.is_null(False))
-    if per_session is None:
-        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures())
-                       .where(scope).group_by(Event.session_id).cte(f"{name}_sessions"))
-    p = per_session.c
-    stats = (Select([per_session], [p.sid.alias("session_id"), p.visitor, p.w, p.views,
-                                    p.bounced, p.duration])
-             .where(p.sid.is_null(False) & (p.views > 0)).cte(f"{name}_stats"))
-    stats_ctes = (per_session, stats)
-    wanted = sorted(columns)
-    if not wanted:
-        return stats_ctes  # the last one, stats, is the visits
-    order = [Event.occurred_at, Event.id]
-    ranks = [fn.ROW_NUMBER().over(partition_by=[Event.session_id], order_by=order)
-             .alias("first_rank")]
-    if LAST_PAGE_VIEW_COLUMNS & columns:
-        ranks.append(fn.ROW_NUMBER().over(partition_by=[Event.session_id],
-                                          order_by=[Event.occurred_at.desc(), Event.id.desc()])
-                     .alias("last_rank"))
-    ranked = (Event.select(Event.session_id.alias("session_id"),
-                           *[VISIT_COLUMNS[column](Event).alias(column) for column in wanted],
-                           *ranks)
-              .where(scope & (Event.type == "pageview")).cte(f"{name}_page_views"))
-    r = ranked.c
-    attributes = (Select([ranked], [r.session_id, *[
-        fn.MAX(Case(None, [((r.last_rank if column in LAST_PAGE_VIEW_COLUMNS
-                             else r.first_rank) == 1, getattr(r, column))])).alias(column)
-        for column in wanted]]).group_by(r.session_id).cte(f"{name}_attributes"))
-    a, t = attributes.c, stats.c
-    visits = (Select([stats.join(attributes, on=(a.session_id == t.session_id))],
-                     [t.session_id, t.visitor, t.w, t.views, t.bounced, t.duration,
-                      *[getattr(a, column) for column in wanted]]).cte(name))
-    return (*stats_ctes, ranked, attributes, visits)
+def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits") -> Any:
+    """One row per visit of `period` (a visit table row whose first event is in the period and
+    that has a page view): session_id, visitor, w, views, bounced, duration and the visit:*
+    `columns`, read from models.Visit (app.tracking.visits keeps it at ingest)."""
+    bounced = Case(None, [((Visit.pageviews == 1) & (Visit.interactions == 0), 1)], 0)
+    return (Visit.select(Visit.session_id, Visit.visitor, Visit.weight.alias("w"),
+                         Visit.pageviews.alias("views"), bounced.alias("bounced"),
+                         seconds_between(Visit.started_at, Visit.ended_at).alias("duration"),
+                         *[getattr(Visit, column).alias(column) for column in sorted(columns)])
+            .where((Visit.site_id == site.id) & period.covers(Visit.started_at)
+                   & (Visit.pageviews > 0))
+            .cte(name))
 
 
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
     """The session ids of the visits of `period` whose visit:* values satisfy `filters`
     (visit filters only, as parse_filters(..., visit_only=True) gives)."""
-    *ctes, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
+    visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
     condition = compile_filters(filters, Row(None, visits.c, period))
-    query = Select([visits], [visits.c.session_id]).with_cte(*dict.fromkeys([*ctes, visits]))
+    query = Select([visits], [visits.c.session_id]).with_cte(visits)
     return query.where(condition) if condition is not None else query
 
 
@@ -198,78 +157,117 @@ def _visit_columns(dimensions: tuple[Dimension, ...], filters: Filters) -> set[s
     return {d.name.split(":", 1)[1] for d in used if d.kind == "visit"}
 
 
-def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
-               filters_keep: Any = None) -> Select:
-    """Per row of `dimensions`: the SUMS, `sampled` and `total_rows`."""
+@dataclass(frozen=True)
+class _Plan:
+    """What one statement reads: its rows (`selected`: the dimension values d0.., event sums
+    and, with visits, the visit's figures), the CTEs behind them, and an event-only sum for
+    the totals when the visits alone are the rows."""
+
+    ctes: list[Any]
+    selected: Any
+    has_visits: bool
+    one_row_per_visit: bool = False
+    event_totals: Any = None
+
+
+def _event_sums(weight: Any = None) -> list[Any]:
+    weight = Event.weight if weight is None else weight
+    return [fn.SUM(weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
+            fn.SUM(when(Event.type == "pageview", weight)).alias("pageviews"),
+            fn.MAX(is_sampled(weight)).alias("sampled")]
+
+
+def _visit_figures(visits: Any) -> list[Any]:
+    v = visits.c
+    return [v.session_id.alias("vid"), v.visitor.alias("visitor"), v.w.alias("vw"),
+            v.bounced.alias("bounced"), v.views.alias("vpv"), v.duration.alias("vdur")]
+
+
+def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+          keep: Any, rows_only: bool) -> _Plan:
     filters = query.filters
+    keys = [f"d{index}" for index in range(len(dimensions))]
     needs_visits = bool(VISIT_METRICS & set(query.metrics)) or "visit" in kinds(filters) \
         or any(d.kind == "visit" for d in dimensions)
-    keys = [f"d{index}" for index in range(len(dimensions))]
-    keep = filters_keep or (lambda _leaf: True)
     event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
                   if d.kind != "visit"]
-    # Without event dimensions and event filters the events are summed per session, which is
-    # the scan the visit figures need too: one pass over the period's events, not two.
-    shared = needs_visits and not event_keys and not any(
-        keep(leaf) and leaf.dimension.kind != "visit" for leaf in leaves(filters))
+    event_filtered = any(keep(leaf) and leaf.dimension.kind != "visit"
+                         for leaf in leaves(filters))
+    event_sums_wanted = bool(EVENT_METRICS & set(query.metrics))
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    sums = [fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
-            fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
-            fn.MAX(is_sampled(Event.weight)).alias("sampled")]
-    ctes: list[Any] = []
-    visits = None
-    per_session = None
-    if shared:
-        per_session = (Event.select(Event.session_id.alias("sid"), *visit_figures(), *sums)
-                       .where(scope).group_by(Event.session_id).cte("grouped"))
-    if needs_visits:
-        *built, visits = visits_cte(site, period, _visit_columns(dimensions, filters),
-                                    per_session=per_session)
-        ctes += [*built, visits]
+    visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
+        if needs_visits else None
+    visit_row = Row(None, visits.c, period) if visits is not None else None
+    visit_condition = None if visits is None else compile_filters(
+        filters, visit_row, lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
+    if visits is not None and not event_keys and not event_filtered and (
+            not event_sums_wanted or (not dimensions and visit_condition is None)):
+        # The rows are visits: the visit table alone, plus, for the totals of an unfiltered
+        # query that asks for events, one sum over the period's events.
+        selected = Select([visits], [
+            *[d.sql(visit_row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
+            Value(0).alias("events"), Value(0).alias("stored"), Value(0).alias("pageviews"),
+            is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)])
+        if visit_condition is not None:
+            selected = selected.where(visit_condition)
+        selected = selected.cte("selected")
+        event_totals = (Event.select(*_event_sums()).where(scope).cte("event_totals")
+                        if event_sums_wanted else None)
+        return _Plan([visits, selected, *([event_totals] if event_totals else [])], selected,
+                     True, True, event_totals)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
     # and event dimensions (an `or` across both) needs the visit on each event instead.
     mixed = any(len(kinds((node,))) > 1 for node in filters)
     event_row = Row(Event, visits.c if mixed else None, period)
-    grouped = per_session
-    if grouped is None:
-        where = scope
-        condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
-            mixed or leaf.dimension.kind != "visit"))
-        if condition is not None:
-            where &= condition
-        # grouped by the output names: the same expression twice would bind its parameters
-        # twice, and PostgreSQL could not tell that the two are one
-        grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
-                               Event.session_id.alias("sid"), *sums)
-        if mixed:
-            grouped = grouped.join(visits, JOIN.LEFT_OUTER,
-                                   on=(visits.c.session_id == Event.session_id))
-        grouped = (grouped.where(where).group_by(*[SQL(f'"{key}"') for key, _d in event_keys],
-                                                 Event.session_id).cte("grouped"))
-        ctes.append(grouped)
+    where = scope
+    condition = compile_filters(filters, event_row, lambda leaf: keep(leaf) and (
+        mixed or leaf.dimension.kind != "visit"))
+    if condition is not None:
+        where &= condition
+    if rows_only and any(d.name == GOAL for d in dimensions):
+        where &= Event.type == "goal"  # event:goal rows are the goals; totals come apart
+    # grouped by the output names: the same expression twice would bind its parameters twice,
+    # and PostgreSQL could not tell that the two are one
+    group_keys = [SQL(f'"{key}"') for key, _d in event_keys]
+    grouped = Event.select(*[d.sql(event_row).alias(key) for key, d in event_keys],
+                           *([Event.session_id.alias("sid")] if visits is not None else []),
+                           *_event_sums())
+    if mixed:
+        grouped = grouped.join(visits, JOIN.LEFT_OUTER,
+                               on=(visits.c.session_id == Event.session_id))
+    grouped = grouped.where(where).group_by(
+        *group_keys, *([Event.session_id] if visits is not None else [])).cte("grouped")
     g = grouped.c
     columns = [getattr(g, key).alias(key) if d.kind != "visit"
-               else d.sql(Row(None, visits.c, period)).alias(key)
+               else d.sql(visit_row).alias(key)
                for key, d in zip(keys, dimensions, strict=True)]
-    visit_columns = [] if visits is None else [
-        visits.c.session_id.alias("vid"), visits.c.visitor.alias("visitor"),
-        visits.c.w.alias("vw"), visits.c.bounced.alias("bounced"),
-        visits.c.views.alias("vpv"), visits.c.duration.alias("vdur")]
     selected = Select([grouped], [*columns, g.events, g.stored, g.pageviews, g.sampled,
-                                  *visit_columns])
+                                  *(_visit_figures(visits) if visits is not None else [])])
+    ctes = [grouped]
     if visits is not None:
+        ctes.insert(0, visits)
         selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
-        visit_condition = None if mixed else compile_filters(
-            filters, Row(None, visits.c, period),
-            lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
+        if mixed:
+            visit_condition = None
         if "visit" in kinds(filters):  # visit:* filters select visits' events only
             visit_condition = visits.c.session_id.is_null(False) & (
                 visit_condition if visit_condition is not None else True)
         if visit_condition is not None:
             selected = selected.where(visit_condition)
     selected = selected.cte("selected")
-    ctes.append(selected)
+    return _Plan([*ctes, selected], selected, visits is not None)
+
+
+def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+               filters_keep: Any = None, rows_only: bool = False) -> Select:
+    """Per row of `dimensions` (and, unless `rows_only`, over everything: the totals): the
+    SUMS, `sampled` and `total_rows`."""
+    keep = filters_keep or (lambda _leaf: True)
+    plan = _plan(site, period, query, dimensions, keep, rows_only)
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    ctes = list(plan.ctes)
+    selected = plan.selected
     s = selected.c
 
     def branch(grand: int) -> Any:
@@ -298,17 +296,25 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
 
         parts = part(selected, {"events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
                                 "pageviews": fn.SUM(s.pageviews)}, fn.MAX(s.sampled), in_rows)
-        if visits is None:
+        if grand == 1 and plan.event_totals is not None:
+            t = plan.event_totals.c
+            parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
+                                              "pageviews": t.pageviews}, t.sampled)
+        if not plan.has_visits:
             return parts
-        per_visit = (Select([selected], [*[getattr(s, key) for key in names], s.vid,
-                                         fn.MAX(s.vw).alias("w"),
-                                         fn.MAX(s.visitor).alias("visitor"),
-                                         fn.MAX(s.bounced).alias("bounced"),
-                                         fn.MAX(s.vpv).alias("vpv"),
-                                         fn.MAX(s.vdur).alias("vdur")])
-                     .where(s.vid.is_null(False) & in_rows)
-                     .group_by(*[getattr(s, key) for key in names], s.vid)
-                     .cte("per_visit" + suffix))
+        visit_columns = [*[getattr(s, key) for key in names], s.vid]
+        if plan.one_row_per_visit:
+            per_visit = (Select([selected], [*visit_columns, s.vw.alias("w"), s.visitor,
+                                             s.bounced, s.vpv, s.vdur])
+                         .where(in_rows).cte("per_visit" + suffix))
+        else:
+            per_visit = (Select([selected], [*visit_columns, fn.MAX(s.vw).alias("w"),
+                                             fn.MAX(s.visitor).alias("visitor"),
+                                             fn.MAX(s.bounced).alias("bounced"),
+                                             fn.MAX(s.vpv).alias("vpv"),
+                                             fn.MAX(s.vdur).alias("vdur")])
+                         .where(s.vid.is_null(False) & in_rows)
+                         .group_by(*visit_columns).cte("per_visit" + suffix))
         v = per_visit.c
         per_visitor = (Select([per_visit], [*[getattr(v, key) for key in names], v.visitor,
                                             fn.MAX(v.w).alias("w")])
@@ -322,7 +328,10 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                                    "duration": fn.SUM(v.vdur * v.w)}, fn.MAX(is_sampled(v.w)))
                 + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
 
-    combined = (branch(0) + branch(1) if keys else branch(1)).cte("parts")
+    if rows_only:
+        combined = branch(0).cte("parts")
+    else:
+        combined = (branch(0) + branch(1) if keys else branch(1)).cte("parts")
     ctes.append(combined)
     c = combined.c
     groups = [c.grand, *[getattr(c, key) for key in keys]]
@@ -331,14 +340,21 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                                  fn.MAX(c.sampled).alias("sampled"),
                                  fn.COUNT(SQL("*")).over(partition_by=[c.grand])
                                  .alias("total_rows")])
-             .group_by(*groups).order_by(c.grand.desc(), fn.SUM(c.events).desc())
+             .group_by(*groups)
+             .order_by(c.grand.desc(), fn.SUM(c.events).desc(), fn.SUM(c.visits).desc())
              .limit(ROW_CAP + 1))
     return final.with_cte(*ctes)
 
 
 def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
                  filters_keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(rows by the dimensions, the totals row), from one statement."""
+    """(rows by the dimensions, the totals row). Rows by visit dimensions and their totals come
+    from one statement (both read the visits); with an event or time dimension the totals are
+    a statement of their own, which without event filters reads only the visit table."""
+    if any(d.kind != "visit" for d in dimensions):
+        rows = fetch(_statement(site, period, query, dimensions, filters_keep, rows_only=True))
+        totals = fetch(_statement(site, period, query, (), filters_keep))
+        return rows, totals[0]
     found = fetch(_statement(site, period, query, dimensions, filters_keep))
     return [row for row in found if row["grand"] == 0], found[0]
 

@@ -171,7 +171,6 @@ VISIT_COLUMNS: dict[str, Callable[[Any], ColumnBase]] = {
     "utm_campaign": lambda e: e.utm_campaign, "utm_content": lambda e: e.utm_content,
     "utm_term": lambda e: e.utm_term, "entry_page": page, "exit_page": page,
 }
-LAST_PAGE_VIEW_COLUMNS = frozenset({"exit_page"})
 
 DIMENSIONS = {dimension.name: dimension for dimension in (
     _event("page", "The event's page path (no query string).", page),

@@ -16,11 +16,10 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, fn
 
-from app.analytics.vocabulary import VISIT_COLUMNS
 from app.visit.context import COLUMNS as CONTEXT_COLUMNS
 from models import Event, Visit, database
+from models.visit import INTERACTIONS
 
-INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")  # not a bounce
 # the entry page view's own columns, by the event column they come from
 PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "channel",
                       "referrer": "referrer_url", "utm_source": "utm_source",
@@ -105,6 +104,9 @@ def _rebuilt(scope: Any) -> Select:
         fn.MAX(Event.weight).alias("weight"))
         .where(scope & Event.session_id.is_null(False))
         .group_by(Event.site_id, Event.session_id).cte("per_session"))
+    # imported here: ingest workers, which merge summaries, never import the analytics
+    from app.analytics.vocabulary import VISIT_COLUMNS
+
     session = [Event.site_id, Event.session_id]
     page_columns = {column: VISIT_COLUMNS[column](Event)
                     for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)}

@@ -9,6 +9,7 @@ import pytest
 from app.analytics import funnel
 from app.analytics.base import ArgumentError, Period, reading
 from app.analytics.filters import parse_filters
+from app.tracking import visits
 from models import Event, Site, database
 
 PERIOD = Period(date(2026, 3, 1), date(2026, 3, 31))
@@ -32,6 +33,7 @@ def row(site: Site, session: str | None, visitor: str | None, kind: str, at: dat
 def store(rows: list[dict[str, Any]]) -> None:
     with database.atomic():
         Event.insert_many(rows).execute()
+        visits.rebuild()  # rows written beside the store path
 
 
 @pytest.fixture

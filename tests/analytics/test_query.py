@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from app.tracking import visits
 from models import Event, Site, database
 
 FROM, TO = "2026-03-28", "2026-03-29"
@@ -110,6 +111,7 @@ def site(app, make_site):
     with app.app_context(), database.connection_context():
         Site.update(timezone="Europe/Berlin").where(Site.id == keys.site.id).execute()
         Event.insert_many(dataset(keys.site.id, other.site.id)).execute()
+        visits.rebuild()  # rows written beside the store path
     return keys
 
 
@@ -390,6 +392,7 @@ def test_the_time_limit_turns_into_a_tool_error(make_app, site):
     with app.app_context(), database.connection_context(), database.atomic():
         for start in range(0, len(filler), 1000):
             Event.insert_many(filler[start:start + 1000]).execute()
+        visits.rebuild()
     response = app.test_client().post("/api/mcp", headers=site.server_headers(), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query",
         "arguments": {**PERIOD, "metrics": ["visitors", "bounce_rate"],
