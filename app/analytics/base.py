@@ -28,7 +28,7 @@ MAX_DAYS = 366  # the longest period a tool accepts
 PG_QUERY_CANCELED = "57014"  # statement_timeout
 SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
 DEFAULT_DAYS = 30
-WORK_MEM = "64MB"
+WORK_MEM = "256MB"  # a 300,000-visit hash aggregate with its sums stays in memory
 PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
 
 

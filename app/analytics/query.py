@@ -166,7 +166,7 @@ class _Plan:
     ctes: list[Any]
     selected: Any
     has_visits: bool
-    one_row_per_visit: bool = False
+    visit_rows: bool = False  # the rows are the visits: no event sums on them
     event_totals: Any = None
 
 
@@ -206,7 +206,6 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         # query that asks for events, one sum over the period's events.
         selected = Select([visits], [
             *[d.sql(visit_row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
-            Value(0).alias("events"), Value(0).alias("stored"), Value(0).alias("pageviews"),
             is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)])
         if visit_condition is not None:
             selected = selected.where(visit_condition)
@@ -294,39 +293,39 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                 sampled.alias("sampled")]).where(where)
             return found.group_by(*columns) if columns else found
 
-        parts = part(selected, {"events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
-                                "pageviews": fn.SUM(s.pageviews)}, fn.MAX(s.sampled), in_rows)
+        event_sums = {} if plan.visit_rows else {
+            "events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
+            "pageviews": fn.SUM(s.pageviews)}
+        if not plan.has_visits:
+            return part(selected, event_sums, fn.MAX(s.sampled), in_rows)
+        # `selected` has one row per (dimension values, session): a visit's figures are on
+        # each of its rows once, so one aggregate per (row, visitor) sums events and visits
+        # and finds the visitor's weight, and the outer one sums those per row.
+        in_visit = s.vid.is_null(False)
+
+        def of_visits(value: Any) -> Any:
+            return fn.SUM(Case(None, [(in_visit, value)], 0))
+
+        columns = [getattr(s, key) for key in names]
+        per_visitor = (Select([selected], [
+            *columns, s.visitor, *[total.alias(name) for name, total in event_sums.items()],
+            of_visits(s.vw).alias("visits"), of_visits(s.bounced * s.vw).alias("bounces"),
+            of_visits(s.vpv * s.vw).alias("views"), of_visits(s.vdur * s.vw).alias("duration"),
+            fn.MAX(Case(None, [(in_visit, s.vw)])).alias("w"),
+            fn.MAX(s.sampled).alias("sampled")])
+            .where(in_rows).group_by(*columns, s.visitor).cte("per_visitor" + suffix))
+        ctes.append(per_visitor)
+        v = per_visitor.c
+        parts = part(per_visitor, {
+            **{name: fn.SUM(getattr(v, name))
+               for name in (*event_sums, "visits", "bounces", "views", "duration")},
+            "visitors": fn.SUM(Case(None, [(v.visitor.is_null(False), v.w)], 0))},
+            fn.MAX(v.sampled))
         if grand == 1 and plan.event_totals is not None:
             t = plan.event_totals.c
             parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
                                               "pageviews": t.pageviews}, t.sampled)
-        if not plan.has_visits:
-            return parts
-        visit_columns = [*[getattr(s, key) for key in names], s.vid]
-        if plan.one_row_per_visit:
-            per_visit = (Select([selected], [*visit_columns, s.vw.alias("w"), s.visitor,
-                                             s.bounced, s.vpv, s.vdur])
-                         .where(in_rows).cte("per_visit" + suffix))
-        else:
-            per_visit = (Select([selected], [*visit_columns, fn.MAX(s.vw).alias("w"),
-                                             fn.MAX(s.visitor).alias("visitor"),
-                                             fn.MAX(s.bounced).alias("bounced"),
-                                             fn.MAX(s.vpv).alias("vpv"),
-                                             fn.MAX(s.vdur).alias("vdur")])
-                         .where(s.vid.is_null(False) & in_rows)
-                         .group_by(*visit_columns).cte("per_visit" + suffix))
-        v = per_visit.c
-        per_visitor = (Select([per_visit], [*[getattr(v, key) for key in names], v.visitor,
-                                            fn.MAX(v.w).alias("w")])
-                       .where(v.visitor.is_null(False))
-                       .group_by(*[getattr(v, key) for key in names], v.visitor)
-                       .cte("per_visitor" + suffix))
-        ctes.extend([per_visit, per_visitor])
-        return (parts
-                + part(per_visit, {"visits": fn.SUM(v.w), "bounces": fn.SUM(v.bounced * v.w),
-                                   "views": fn.SUM(v.vpv * v.w),
-                                   "duration": fn.SUM(v.vdur * v.w)}, fn.MAX(is_sampled(v.w)))
-                + part(per_visitor, {"visitors": fn.SUM(per_visitor.c.w)}, Value(0)))
+        return parts
 
     if rows_only:
         combined = branch(0).cte("parts")
