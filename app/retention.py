@@ -13,6 +13,7 @@ from peewee import Expression, Model
 
 from app import idempotency, partitions
 from app.partitions import month_start
+from app.tracking import visits
 from models import (
     Batch,
     CrawlHit,
@@ -21,6 +22,7 @@ from models import (
     IngestTally,
     ServerEvent,
     Usage,
+    Visit,
     database,
 )
 from models.site import utcnow
@@ -81,6 +83,7 @@ def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
     before = cutoffs.data_before
     targets = [
         (Event, Event.occurred_at < before),
+        (Visit, Visit.started_at < before),  # a visit goes with the month it began in
         (ServerEvent, ServerEvent.occurred_at < before),
         (CrawlHit, CrawlHit.received_at < before),
         (IngestTally, IngestTally.day < before.date()),
@@ -113,8 +116,9 @@ def anonymous_ids_of(site_id: int, user_id: str) -> list[str]:
 def erase_user(site_id: int, user_id: str,
                batch_rows: int = DELETE_BATCH_ROWS) -> tuple[list[str], dict[str, int]]:
     """Delete everything stored about an identified user of a site: their events and server
-    events, and those of the anonymous ids they were seen with. Returns those anonymous ids and
-    the rows deleted per table."""
+    events, and those of the anonymous ids they were seen with, and their visits (derived
+    again from the events left). Returns those anonymous ids and the rows deleted per
+    table."""
     browsers = anonymous_ids_of(site_id, user_id)
     events = Event.user_id == user_id
     server_events = ServerEvent.identified_user_id == user_id
@@ -128,7 +132,8 @@ def erase_user(site_id: int, user_id: str,
 def erase_anonymous(site_id: int, anonymous_id: str,
                     batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
     """Delete the events and server events of one anonymous id (one browser, or a derived
-    storage-free visitor) of a site, and its current visit's row."""
+    storage-free visitor) of a site, and its current visit's row; its visits are derived again
+    from the events left."""
     return _erase(site_id, Event.anonymous_id == anonymous_id,
                   ServerEvent.anonymous_id == anonymous_id,
                   VisitorState.visitor == anonymous_id, batch_rows)
@@ -136,11 +141,25 @@ def erase_anonymous(site_id: int, anonymous_id: str,
 
 def _erase(site_id: int, events: Expression, server_events: Expression,
            visitors: Expression, batch_rows: int) -> dict[str, int]:
-    return {
-        Event._meta.table_name: delete_where(Event, (Event.site_id == site_id) & events,
-                                             batch_rows),
+    events = (Event.site_id == site_id) & events
+    sessions = [session_id for (session_id,) in Event.select(Event.session_id).distinct()
+                .where(events & Event.session_id.is_null(False)).tuples()]
+    deleted = {
+        Event._meta.table_name: delete_where(Event, events, batch_rows),
         ServerEvent._meta.table_name: delete_where(
             ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
         VisitorState._meta.table_name: delete_where(
             VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
     }
+    deleted[Visit._meta.table_name] = _erase_visits(site_id, sessions)
+    return deleted
+
+
+def _erase_visits(site_id: int, sessions: list[str]) -> int:
+    """Derive the visits of the erased events' sessions again from the events left (a visit
+    with none left has no row); how many visit rows went."""
+    before = sum(Visit.select().where(
+        Visit.site_id == site_id,
+        Visit.session_id.in_(sessions[start:start + visits.REBUILD_SESSIONS])).count()
+        for start in range(0, len(sessions), visits.REBUILD_SESSIONS))
+    return before - visits.rebuild(site_id, sessions)

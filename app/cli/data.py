@@ -21,12 +21,12 @@ def report(deleted: dict[str, int]) -> None:
               help="Keep the current calendar month (UTC) and this many before it.")
 @connected
 def data_prune(months: int) -> None:
-    """Delete events, server events, crawl hits and tallies from before the first day of the
-    month MONTHS months ago, and batch ids older than EGIS_IDEMPOTENCY_DAYS (a resend older
-    than that is stored again), and the storage-free salts and visit rows 48 hours after
-    their day began. On PostgreSQL whole months of events go with their partition,
-    and the coming months' partitions are created. Safe while ingest runs: rows go in small
-    transactions. Prints the rows deleted per table."""
+    """Delete events, visits (by when they began), server events, crawl hits and tallies from
+    before the first day of the month MONTHS months ago, and batch ids older than
+    EGIS_IDEMPOTENCY_DAYS (a resend older than that is stored again), and the storage-free
+    salts and visitor states 48 hours after their day began. On PostgreSQL whole months of
+    events go with their partition, and the coming months' partitions are created. Safe
+    while ingest runs: rows go in small transactions. Prints the rows deleted per table."""
     days = int(current_app.config["IDEMPOTENCY_DAYS"])
     cutoffs, deleted = retention.prune_now(months, days)
     partitions.ensure()  # the coming months', while we are at it
@@ -44,7 +44,8 @@ def data_prune(months: int) -> None:
 def data_erase(domain: str, user_id: str | None, anonymous_id: str | None) -> None:
     """Delete everything stored about one person of DOMAIN, for an erasure request.
 
-    --user-id also erases the anonymous ids (browsers) that user was seen with. Crawl hits,
+    --user-id also erases the anonymous ids (browsers) that user was seen with. Their visits
+    are derived again from the events left (a visit with none left goes). Crawl hits,
     tallies and usage counters hold nothing about a person and are left. Prints the rows
     deleted per table.
     """

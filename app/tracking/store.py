@@ -115,8 +115,10 @@ WITH input AS (
     ON CONFLICT (site_id, batch_key) DO NOTHING
     RETURNING id, site_id, batch_key
 ), kept AS (
+    -- In the group's order, which the events' ids follow: the visit merge breaks ties of
+    -- time by it (app.tracking.visits), as rebuild does by the event id.
     SELECT input.*, new_batch.id AS batch_id
-    FROM input JOIN new_batch USING (site_id, batch_key)
+    FROM input JOIN new_batch USING (site_id, batch_key) ORDER BY input.position
 ), stored AS (
     INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
                        page_url, page_title, referrer, properties, client_ts, sent_ts,

@@ -11,6 +11,7 @@ erasure, and rows written outside the store path (tests, the benchmark's seeding
 Ties: events are ordered by time, then by storage order (the event id), so a page view stored
 later at the same time is not an earlier entry but is a later exit; the merge keeps that rule.
 """
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +31,7 @@ EXIT_COLUMNS = ("exit_at", "exit_page")
 COLUMNS = ("site_id", "session_id", "visitor", "started_at", "ended_at", "events", "pageviews",
            "interactions", "weight", *ENTRY_COLUMNS, *EXIT_COLUMNS)
 REBUILD_SESSIONS = 500  # session ids per rebuild statement
+URL_END = re.compile("[?#]")
 
 
 def _merge_rules() -> dict[str, str]:
@@ -56,6 +58,21 @@ UPSERT_SQL = (f"INSERT INTO visit ({', '.join(COLUMNS)}) {{rows}} "
               f"ON CONFLICT (site_id, session_id) DO UPDATE SET {MERGE_SQL}")
 
 
+def page(event: dict[str, Any]) -> str | None:
+    """A page view's page as rebuild and the event-based reports read it
+    (app.analytics.vocabulary.page): its `path`, else what app.analytics.sql.url_path makes of
+    its URL (ingest stores no path for a URL that is neither absolute nor a path)."""
+    if event.get("path") is not None or not event.get("page_url"):
+        return event.get("path")
+    bare = URL_END.split(event["page_url"], maxsplit=1)[0]
+    scheme_end = bare.find("://")
+    if scheme_end >= 0:
+        authority_on = bare[scheme_end + 3:]
+        slash = authority_on.find("/")
+        bare = authority_on[slash:] if slash >= 0 else ""
+    return bare or "/"
+
+
 def summary(site_id: int, session_id: str | None, visitor: str | None, weight: float,
             context: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """One batch's contribution to its visit (every column of COLUMNS), or None for events
@@ -74,9 +91,10 @@ def summary(site_id: int, session_id: str | None, visitor: str | None, weight: f
            "interactions": sum(event["type"] in INTERACTIONS for event in events),
            "weight": weight, "entry_at": entry["occurred_at"] if entry else None,
            "exit_at": exit_view["occurred_at"] if exit_view else None,
-           "exit_page": exit_view.get("path") if exit_view else None}
+           "exit_page": page(exit_view) if exit_view else None}
     for column, source in PAGE_ENTRY_COLUMNS.items():
         row[column] = entry.get(source) if entry else None
+    row["entry_page"] = page(entry) if entry else None  # its path, or its URL's
     for column in CONTEXT_COLUMNS:
         row[column] = context.get(column) if entry else None
     return row
