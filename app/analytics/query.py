@@ -135,6 +135,8 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
     `columns`, read from models.Visit (app.tracking.visits keeps it at ingest)."""
     bounced = Case(None, [((Visit.pageviews == 1) & (Visit.interactions == 0), 1)], 0)
     return (Visit.select(Visit.session_id, Visit.visitor, Visit.weight.alias("w"),
+                         # named as the event's time: time:* buckets a visit by its start
+                         Visit.started_at.alias("occurred_at"),
                          Visit.pageviews.alias("views"), bounced.alias("bounced"),
                          seconds_between(Visit.started_at, Visit.ended_at).alias("duration"),
                          *[getattr(Visit, column).alias(column) for column in sorted(columns)])
@@ -167,7 +169,8 @@ class _Plan:
     selected: Any
     has_visits: bool
     visit_rows: bool = False  # the rows are the visits: no event sums on them
-    event_totals: Any = None
+    event_totals: Any = None  # the events' sums beside visit rows: over everything
+    event_rows: Any = None  # and per row of the (time) dimensions
 
 
 def _event_sums(weight: Any = None) -> list[Any]:
@@ -197,23 +200,38 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
     visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
         if needs_visits else None
-    visit_row = Row(None, visits.c, period) if visits is not None else None
+    # time:* dimensions read the visits' start in the event's place (visits_cte)
+    visit_row = Row(visits.c, visits.c, period) if visits is not None else None
     visit_condition = None if visits is None else compile_filters(
         filters, visit_row, lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
-    if visits is not None and not event_keys and not event_filtered and (
-            not event_sums_wanted or (not dimensions and visit_condition is None)):
-        # The rows are visits: the visit table alone, plus, for the totals of an unfiltered
-        # query that asks for events, one sum over the period's events.
+    visit_dimensions = any(d.kind == "visit" for d in dimensions)
+    if visits is not None and not any(d.kind == "event" for d in dimensions) \
+            and not event_filtered and (not event_sums_wanted or (
+                not visit_dimensions and visit_condition is None)):
+        # The rows are visits: the visit table alone; the events' sums, when the query asks
+        # for them (without visit dimensions or filters), are a part of their own.
         selected = Select([visits], [
             *[d.sql(visit_row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
             is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)])
         if visit_condition is not None:
             selected = selected.where(visit_condition)
         selected = selected.cte("selected")
-        event_totals = (Event.select(*_event_sums()).where(scope).cte("event_totals")
-                        if event_sums_wanted else None)
-        return _Plan([visits, selected, *([event_totals] if event_totals else [])], selected,
-                     True, True, event_totals)
+        ctes = [visits, selected]
+        event_rows = event_totals = None
+        if event_sums_wanted:
+            event_row = Row(Event, None, period)
+            if "events" not in query.metrics:  # page views alone: an index range, 1/5 of rows
+                scope &= Event.type == "pageview"
+            event_totals = Event.select(*_event_sums()).where(scope).cte("event_totals")
+            ctes.append(event_totals)
+            if keys:
+                event_rows = (Event.select(*[d.sql(event_row).alias(key) for key, d in
+                                             zip(keys, dimensions, strict=True)],
+                                           *_event_sums())
+                              .where(scope).group_by(*[SQL(f'"{key}"') for key in keys])
+                              .cte("event_rows"))
+                ctes.append(event_rows)
+        return _Plan(ctes, selected, True, True, event_totals, event_rows)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
     # and event dimensions (an `or` across both) needs the visit on each event instead.
@@ -321,10 +339,11 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                for name in (*event_sums, "visits", "bounces", "views", "duration")},
             "visitors": fn.SUM(Case(None, [(v.visitor.is_null(False), v.w)], 0))},
             fn.MAX(v.sampled))
-        if grand == 1 and plan.event_totals is not None:
-            t = plan.event_totals.c
-            parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
-                                              "pageviews": t.pageviews}, t.sampled)
+        beside = plan.event_rows if grand == 0 else plan.event_totals
+        if beside is not None:
+            t = beside.c
+            parts += part(beside, {"events": fn.SUM(t.events), "stored": fn.SUM(t.stored),
+                                   "pageviews": fn.SUM(t.pageviews)}, fn.MAX(t.sampled))
         return parts
 
     if rows_only:
@@ -350,7 +369,7 @@ def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dim
     """(rows by the dimensions, the totals row). Rows by visit dimensions and their totals come
     from one statement (both read the visits); with an event or time dimension the totals are
     a statement of their own, which without event filters reads only the visit table."""
-    if any(d.kind != "visit" for d in dimensions):
+    if any(d.kind == "event" for d in dimensions):
         rows = fetch(_statement(site, period, query, dimensions, filters_keep, rows_only=True))
         totals = fetch(_statement(site, period, query, (), filters_keep))
         return rows, totals[0]
