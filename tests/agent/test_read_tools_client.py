@@ -51,8 +51,7 @@ def test_the_read_tools_through_the_sdk_client(server):
     anyio.run(main)
     query = answers["query"]
     assert query.is_error is False, query.content
-    # S4 (Tablet, no country) left out, by the filter and as the previous period's visit:
-    # DE S1, S2, S5 (visitors A, D); FR S3 (B, w2)
+    # S4 (Tablet, no country) left out: DE S1, S2, S5 (visitors A, D); FR S3 (B, w2)
     assert [(row["dimensions"], row["metrics"]) for row in
             query.structured_content["results"]] == [(["DE"], [2, 3]), (["FR"], [2, 2])]
     assert query.structured_content["timezone"] == "Europe/Berlin"
