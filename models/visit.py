@@ -18,10 +18,13 @@ class Visit(BaseModel):
     statement that stores each batch (app.tracking.visits), so that the agent's visit figures
     read one row per visit instead of grouping the period's events by session.
 
-    A visit belongs to the period its first event falls in (`started_at`); its figures are the
-    whole visit's. The entry columns (entry_page, source ... utm_term and the request context
-    country ... screen) are those of its first page view, exit_page its last page view's path.
-    Rows without a page view (`pageviews` 0) are sessions that are not (yet) visits.
+    The analytics read a period's visits from here: the rows inside the period as they are, and
+    the few that cross its edges derived from their events in the period (app.analytics.query,
+    visits_cte), so a visit is still "a session id with a page view in the period, with the
+    values of its first page view in the period" (DESIGN.md). The entry columns (entry_page,
+    source ... utm_term and the request context country ... screen) are those of its first
+    page view, exit_page its last page view's path. Rows without a page view (`pageviews` 0)
+    are sessions that are not (yet) visits.
     """
 
     id = BigAutoField()
@@ -59,4 +62,5 @@ class Visit(BaseModel):
         indexes = (
             (("site_id", "session_id"), True),
             (("site_id", "started_at"), False),
+            (("site_id", "ended_at"), False),  # the visits across a period's first instant
         )

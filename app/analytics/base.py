@@ -1,5 +1,6 @@
 """What every query shares: the period, one read snapshot, weighted counts, the ranking engine."""
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -193,13 +194,14 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
                 yield
             finally:
                 connection.set_progress_handler(None, 0)
-    except OperationalError as error:
+    except (OperationalError, sqlite3.OperationalError) as error:
+        # sqlite3's own error: a statement interrupted while its rows are read, not executed
         if _is_timeout(error):
             raise QueryTimeoutError(str(error)) from None
         raise
 
 
-def _is_timeout(error: OperationalError) -> bool:
+def _is_timeout(error: Exception) -> bool:
     code = getattr(getattr(error, "orig", None), "pgcode", None)
     return code == PG_QUERY_CANCELED or "interrupted" in str(error)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
-from peewee import JOIN, SQL, Case, Select, Value, fn
+from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
 from app.analytics.base import (
     ArgumentError,
@@ -44,6 +44,7 @@ from app.analytics.vocabulary import (
     seconds_between,
 )
 from app.fields import whole_number
+from app.tracking import visits
 from models import Event, Site, Visit
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
@@ -129,28 +130,71 @@ def parse_query(arguments: dict[str, Any]) -> Query:
 
 # --- SQL -----------------------------------------------------------------------------------
 
-def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits") -> Any:
-    """One row per visit of `period` (a visit table row whose first event is in the period and
-    that has a page view): session_id, visitor, w, views, bounced, duration and the visit:*
-    `columns`, read from models.Visit (app.tracking.visits keeps it at ingest)."""
-    bounced = Case(None, [((Visit.pageviews == 1) & (Visit.interactions == 0), 1)], 0)
-    return (Visit.select(Visit.session_id, Visit.visitor, Visit.weight.alias("w"),
-                         # named as the event's time: time:* buckets a visit by its start
-                         Visit.started_at.alias("occurred_at"),
-                         Visit.pageviews.alias("views"), bounced.alias("bounced"),
-                         seconds_between(Visit.started_at, Visit.ended_at).alias("duration"),
-                         *[getattr(Visit, column).alias(column) for column in sorted(columns)])
-            .where((Visit.site_id == site.id) & period.covers(Visit.started_at)
-                   & (Visit.pageviews > 0))
-            .cte(name))
+def _visit_values(source: Any, columns: set[str]) -> list[Any]:
+    """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
+    bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
+    return [source.session_id, source.visitor, source.weight.alias("w"),
+            # named as the event's time: time:* buckets a visit by its start
+            source.started_at.alias("occurred_at"),
+            source.pageviews.alias("views"), bounced.alias("bounced"),
+            seconds_between(source.started_at, source.ended_at).alias("duration"),
+            *[getattr(source, column).alias(column) for column in sorted(columns)]]
+
+
+def visits_cte(site: Site, period: Period, columns: set[str],
+               name: str = "visits") -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
+    view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
+    `columns`, all from its events in the period (its first page view in the period for the
+    entry values). A visit whose events all lie in the period is its visit table row
+    (models.Visit, kept at ingest). The few that cross the period's first or last instant are
+    derived from their events in the period (app.tracking.visits.derived) before the statement,
+    found by an index range read, and enter it as a VALUES list: inlined as a subquery, that
+    derivation nested too deep for SQLite's parser inside a funnel's statement."""
+    inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
+              & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
+    whole = Visit.select(*_visit_values(Visit, columns)).where(inside)
+    crossing = list(Visit.select(Visit.session_id, Visit.started_at, Visit.ended_at).where(
+        (Visit.site_id == site.id) & (Visit.ended_at >= period.start)
+        & (Visit.started_at < period.end)
+        & ((Visit.started_at < period.start) | (Visit.ended_at >= period.end))).tuples())
+    edges = _edges(site, period, crossing)
+    if not edges:
+        return [], whole.cte(name)
+    names = [*EDGE_COLUMNS, *sorted(columns)]
+    derived = ValuesList([[row[column] for column in names] for row in edges]).cte(
+        f"{name}_edges", columns=names)
+    clipped = Select([derived], _visit_values(derived.c, columns))
+    return [derived], (whole + clipped).cte(name)
+
+
+EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",
+                "interactions")
+
+
+def _edges(site: Site, period: Period,
+           crossing: list[tuple[str, Any, Any]]) -> list[dict[str, Any]]:
+    """The visits of `crossing` (session, start, end) as their events in the period make them,
+    those with a page view there. Their events in the period lie after its start and before
+    the last early visit's end, or after the first late visit's start: two index ranges."""
+    if not crossing:
+        return []
+    early = [ended for _, started, ended in crossing if started < period.start]
+    late = [started for _, started, ended in crossing if ended >= period.end]
+    windows = [*([Event.occurred_at <= max(early)] if early else []),
+               *([Event.occurred_at >= min(late)] if late else [])]
+    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
+    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
+             & Event.session_id.in_([session for session, *_ in crossing]))
+    return [row for row in fetch(visits.derived(scope)) if row["pageviews"]]
 
 
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
     """The session ids of the visits of `period` whose visit:* values satisfy `filters`
     (visit filters only, as parse_filters(..., visit_only=True) gives)."""
-    visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
+    built, visits = visits_cte(site, period, _visit_columns((), filters), "filtered_visits")
     condition = compile_filters(filters, Row(None, visits.c, period))
-    query = Select([visits], [visits.c.session_id]).with_cte(visits)
+    query = Select([visits], [visits.c.session_id]).with_cte(*built, visits)
     return query.where(condition) if condition is not None else query
 
 
@@ -198,8 +242,8 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
                          for leaf in leaves(filters))
     event_sums_wanted = bool(EVENT_METRICS & set(query.metrics))
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
-        if needs_visits else None
+    built, visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
+        if needs_visits else ([], None)
     # time:* dimensions read the visits' start in the event's place (visits_cte)
     visit_row = Row(visits.c, visits.c, period) if visits is not None else None
     visit_condition = None if visits is None else compile_filters(
@@ -216,14 +260,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         if visit_condition is not None:
             selected = selected.where(visit_condition)
         selected = selected.cte("selected")
-        ctes = [visits, selected]
+        ctes = [*built, visits, selected]
         event_rows = event_totals = None
         if event_sums_wanted:
             event_row = Row(Event, None, period)
             if "events" not in query.metrics:  # page views alone: an index range, 1/5 of rows
                 scope &= Event.type == "pageview"
-            event_totals = Event.select(*_event_sums()).where(scope).cte("event_totals")
-            ctes.append(event_totals)
             if keys:
                 event_rows = (Event.select(*[d.sql(event_row).alias(key) for key, d in
                                              zip(keys, dimensions, strict=True)],
@@ -231,6 +273,15 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
                               .where(scope).group_by(*[SQL(f'"{key}"') for key in keys])
                               .cte("event_rows"))
                 ctes.append(event_rows)
+                # every event of the period is in one time bucket: the totals are their sum
+                r = event_rows.c
+                event_totals = Select([event_rows], [
+                    fn.SUM(r.events).alias("events"), fn.SUM(r.stored).alias("stored"),
+                    fn.SUM(r.pageviews).alias("pageviews"), fn.MAX(r.sampled).alias("sampled")])
+            else:
+                event_totals = Event.select(*_event_sums()).where(scope)
+            event_totals = event_totals.cte("event_totals")
+            ctes.append(event_totals)
         return _Plan(ctes, selected, True, True, event_totals, event_rows)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
@@ -263,7 +314,7 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
                                   *(_visit_figures(visits) if visits is not None else [])])
     ctes = [grouped]
     if visits is not None:
-        ctes.insert(0, visits)
+        ctes[:0] = [*built, visits]
         selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
         if mixed:
             visit_condition = None

@@ -110,8 +110,9 @@ def add(row: dict[str, Any] | None) -> None:
                           for column in COLUMNS])
 
 
-def _rebuilt(scope: Any) -> Select:
-    """Visit rows (COLUMNS) derived from the stored events matching `scope`."""
+def derived(scope: Any) -> Select:
+    """Visit rows (COLUMNS) derived from the stored events matching `scope` (a condition on
+    Event): rebuild's rows, and the analytics' visits clipped to a period at its edges."""
     views = fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0))
     per_session = (Event.select(
         Event.site_id, Event.session_id, fn.MAX(Event.anonymous_id).alias("visitor"),
@@ -181,5 +182,5 @@ def _rebuild_scope(site_id: int | None, session_ids: list[str] | None) -> int:
     with database.atomic():
         Visit.delete().where(visits).execute()
         fields = [Visit._meta.fields[column] for column in COLUMNS]
-        Visit.insert_from(_rebuilt(scope), fields).execute()
+        Visit.insert_from(derived(scope), fields).execute()
     return Visit.select().where(visits).count()
