@@ -134,8 +134,6 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
     """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
     bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
     return [source.session_id, source.visitor, source.weight.alias("w"),
-            # named as the event's time: time:* buckets a visit by its start
-            source.started_at.alias("occurred_at"),
             source.pageviews.alias("views"), bounced.alias("bounced"),
             seconds_between(source.started_at, source.ended_at).alias("duration"),
             *[getattr(source, column).alias(column) for column in sorted(columns)]]
@@ -214,7 +212,6 @@ class _Plan:
     has_visits: bool
     visit_rows: bool = False  # the rows are the visits: no event sums on them
     event_totals: Any = None  # the events' sums beside visit rows: over everything
-    event_rows: Any = None  # and per row of the (time) dimensions
 
 
 def _event_sums(weight: Any = None) -> list[Any]:
@@ -244,16 +241,13 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
     built, visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
         if needs_visits else ([], None)
-    # time:* dimensions read the visits' start in the event's place (visits_cte)
-    visit_row = Row(visits.c, visits.c, period) if visits is not None else None
+    visit_row = Row(None, visits.c, period) if visits is not None else None
     visit_condition = None if visits is None else compile_filters(
         filters, visit_row, lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
-    visit_dimensions = any(d.kind == "visit" for d in dimensions)
-    if visits is not None and not any(d.kind == "event" for d in dimensions) \
-            and not event_filtered and (not event_sums_wanted or (
-                not visit_dimensions and visit_condition is None)):
-        # The rows are visits: the visit table alone; the events' sums, when the query asks
-        # for them (without visit dimensions or filters), are a part of their own.
+    if visits is not None and not event_keys and not event_filtered and (
+            not event_sums_wanted or (not dimensions and visit_condition is None)):
+        # The rows are visits: the visit table alone, plus, for the totals of an unfiltered
+        # query that asks for events, one sum over the period's events.
         selected = Select([visits], [
             *[d.sql(visit_row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
             is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)])
@@ -261,28 +255,13 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
             selected = selected.where(visit_condition)
         selected = selected.cte("selected")
         ctes = [*built, visits, selected]
-        event_rows = event_totals = None
+        event_totals = None
         if event_sums_wanted:
-            event_row = Row(Event, None, period)
             if "events" not in query.metrics:  # page views alone: an index range, 1/5 of rows
                 scope &= Event.type == "pageview"
-            if keys:
-                event_rows = (Event.select(*[d.sql(event_row).alias(key) for key, d in
-                                             zip(keys, dimensions, strict=True)],
-                                           *_event_sums())
-                              .where(scope).group_by(*[SQL(f'"{key}"') for key in keys])
-                              .cte("event_rows"))
-                ctes.append(event_rows)
-                # every event of the period is in one time bucket: the totals are their sum
-                r = event_rows.c
-                event_totals = Select([event_rows], [
-                    fn.SUM(r.events).alias("events"), fn.SUM(r.stored).alias("stored"),
-                    fn.SUM(r.pageviews).alias("pageviews"), fn.MAX(r.sampled).alias("sampled")])
-            else:
-                event_totals = Event.select(*_event_sums()).where(scope)
-            event_totals = event_totals.cte("event_totals")
+            event_totals = Event.select(*_event_sums()).where(scope).cte("event_totals")
             ctes.append(event_totals)
-        return _Plan(ctes, selected, True, True, event_totals, event_rows)
+        return _Plan(ctes, selected, True, True, event_totals)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
     # and event dimensions (an `or` across both) needs the visit on each event instead.
@@ -390,11 +369,10 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                for name in (*event_sums, "visits", "bounces", "views", "duration")},
             "visitors": fn.SUM(Case(None, [(v.visitor.is_null(False), v.w)], 0))},
             fn.MAX(v.sampled))
-        beside = plan.event_rows if grand == 0 else plan.event_totals
-        if beside is not None:
-            t = beside.c
-            parts += part(beside, {"events": fn.SUM(t.events), "stored": fn.SUM(t.stored),
-                                   "pageviews": fn.SUM(t.pageviews)}, fn.MAX(t.sampled))
+        if grand == 1 and plan.event_totals is not None:
+            t = plan.event_totals.c
+            parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
+                                              "pageviews": t.pageviews}, t.sampled)
         return parts
 
     if rows_only:
@@ -420,7 +398,7 @@ def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dim
     """(rows by the dimensions, the totals row). Rows by visit dimensions and their totals come
     from one statement (both read the visits); with an event or time dimension the totals are
     a statement of their own, which without event filters reads only the visit table."""
-    if any(d.kind == "event" for d in dimensions):
+    if any(d.kind != "visit" for d in dimensions):
         rows = fetch(_statement(site, period, query, dimensions, filters_keep, rows_only=True))
         totals = fetch(_statement(site, period, query, (), filters_keep))
         return rows, totals[0]
