@@ -3,20 +3,23 @@ per figure set (rows, totals, a conversion denominator, a comparison period), on
 and SQLite alike. Definitions: DESIGN.md, "The agent read surface", and app.analytics.vocabulary.
 
 The statement, as CTEs:
-  visits          one row per visit of the period, from the visit table (models.Visit, kept at
-                  ingest: a visit is in the period its first event is in, with the figures of
-                  the whole visit): its visitor, weight, page views, bounce, duration and the
-                  visit:* columns the query uses; only when a visit metric, dimension or filter
-                  needs it.
-  grouped         the events that event filters select, summed per (event dimensions,
+  visits          one row per visit of the period (a session id with a page view in the period,
+                  with the values of its first page view in the period: DESIGN.md), built only
+                  when a visit metric, dimension or filter needs it: the visit table's rows
+                  (models.Visit, kept at ingest) of the visits whose events all lie in the
+                  period, and, as a VALUES list, the few that cross its first or last instant,
+                  derived from their events in the period (visits_cte).
+  grouped         the events that event filters select, summed per (event and time dimensions,
                   session); not built when the rows are visits (no event or time dimension,
-                  no event filter), which then read the visit table alone.
+                  no event filter), which then read the visits alone.
   selected        grouped joined to its visit (or the visits themselves): the dimension values
-                  d0, d1, d2, the visit's figures, and the visit filters applied.
-  per_visit       (dimensions, visit) pairs: a visit counts in a row when it has a selected event
-                  with the row's values; per_visitor likewise for visitor ids.
-  parts           event sums, visit sums and visitor sums per row (grand 0) and over everything
-                  (grand 1: the totals), UNION ALL, summed per row.
+                  d0, d1, d2, the visit's figures, and the visit filters applied; one row per
+                  (dimension values, session), so a visit counts in a row when it has a selected
+                  event with the row's values.
+  per_visitor     per (dimension values, visitor): the event sums, the visit sums and the
+                  visitor's weight, in one aggregate; `parts` sums them per row (grand 0) and
+                  over everything (grand 1: the totals), UNION ALL. With an event or time
+                  dimension the totals are a statement of their own (_figure_rows).
 Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
 """
 from dataclasses import dataclass, replace
