@@ -274,6 +274,12 @@ def test_time_day_buckets_a_crossing_visit_on_its_first_day_in_the_period(tool):
     result = tool("query", {"from": "2026-04-11", "to": "2026-04-12"},
                   metrics=["visits", "pageviews", "events"], dimensions=["time:day"])
     assert rows(result) == [("2026-04-11", 4, 6, 8)]
+    # with an event filter (the events summed per day and visit): /c's page views, E1's
+    # and E5's, both on the 11th
+    result = tool("query", {"from": "2026-04-11", "to": "2026-04-12"},
+                  metrics=["visits", "pageviews"], dimensions=["time:day"],
+                  filters=[["is", "event:page", ["/c"]]])
+    assert rows(result) == [("2026-04-11", 2, 2)]
     # 15-16 April: E2 started on the 14th; /y on the 15th, /w on the 16th (00:05 local):
     # the visit counts on the 15th, 10:00-22:05 UTC = 43,500 s; the 16th has a page view only
     result = tool("query", {"from": "2026-04-15", "to": "2026-04-16"},
