@@ -1,5 +1,6 @@
-"""Shared by the tests: posting raw JSON, reading rows, dumping the database, racing threads,
-running a script in a fresh interpreter."""
+"""Shared by the tests: posting raw JSON, reading rows, dumping the database, seeding a site's
+events and visits, calling an MCP tool, racing threads, running a script in a fresh
+interpreter."""
 import gzip
 import json
 import subprocess
@@ -13,7 +14,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask
 
-from models import database
+from app.tracking import visits
+from models import Event, Site, database
 
 ROOT = Path(__file__).resolve().parent.parent
 JSON = "application/json"
@@ -79,17 +81,38 @@ def in_fresh_interpreter(script: str, *arguments: str) -> Any:
     return json.loads(run.stdout.splitlines()[-1])
 
 
-def call_tool(client, server_key: str, tool: str, **arguments: Any) -> dict[str, Any]:
-    """An MCP tools/call with a server key; the tool's structured result."""
-    response = client.post("/api/mcp", headers={
-        "Authorization": f"Bearer {server_key}", "MCP-Protocol-Version": "2025-11-25",
-        "Accept": "application/json"}, json={
+def site_with_events(app: Flask, make_site: Callable[..., Any], domain: str,
+                     events: Callable[[int, int], list[dict[str, Any]]],
+                     timezone: str = "Europe/Berlin") -> Any:
+    """A site of `domain` in `timezone` beside another site, holding the event rows
+    `events(site id, other site id)` and the visits they make; the site's keys."""
+    keys = make_site(domain, "standard")
+    other = make_site("other.example", "standard")
+    with db(app):
+        Site.update(timezone=timezone).where(Site.id == keys.site.id).execute()
+        Event.insert_many(events(keys.site.id, other.site.id)).execute()
+        visits.rebuild()  # rows written beside the store path
+    return keys
+
+
+def tool_result(client, headers: dict[str, str], tool: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tools/call through /api/mcp; its result (isError, content, structuredContent)."""
+    response = client.post("/api/mcp", headers=headers, json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments}})
     assert response.status_code == 200, response.data
-    result = response.get_json()["result"]
+    return response.get_json()["result"]
+
+
+def call_tool(client, server_key: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """An MCP tools/call with a server key; the tool's structured result."""
+    result = tool_result(client, {
+        "Authorization": f"Bearer {server_key}", "MCP-Protocol-Version": "2025-11-25",
+        "Accept": "application/json"}, tool, arguments)
     assert not result.get("isError"), result
     return result["structuredContent"]
+
 
 def race(count: int, work: Callable[[int], T], timeout: float = 60) -> list[T]:
     """Run `work(index)` in `count` threads released at the same moment; their results in

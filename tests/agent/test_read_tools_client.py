@@ -8,21 +8,15 @@ import pytest
 from mcp.client import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from app.tracking import visits
-from models import Event, Site, database
 from tests.analytics.test_query import PERIOD, dataset
+from tests.helpers import site_with_events
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def server(app, make_site, start_server):
-    keys = make_site("q.example", "standard")
-    other = make_site("other.example", "standard")
-    with app.app_context(), database.connection_context():
-        Site.update(timezone="Europe/Berlin").where(Site.id == keys.site.id).execute()
-        Event.insert_many(dataset(keys.site.id, other.site.id)).execute()
-        visits.rebuild()  # rows written beside the store path
+    keys = site_with_events(app, make_site, "q.example", dataset)
     live = start_server(workers=1)
     return f"{live.url}/api/mcp", keys.server_key
 

@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 
 from app.tracking import visits
-from models import Event, Site, database
+from models import Event, database
+from tests.helpers import site_with_events, tool_result
 
 FROM, TO = "2026-03-28", "2026-03-29"
 PERIOD = {"from": FROM, "to": TO}
@@ -106,13 +107,7 @@ def dataset(site_id: int, other_id: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def site(app, make_site):
-    keys = make_site("q.example", "standard")
-    other = make_site("other.example", "standard")
-    with app.app_context(), database.connection_context():
-        Site.update(timezone="Europe/Berlin").where(Site.id == keys.site.id).execute()
-        Event.insert_many(dataset(keys.site.id, other.site.id)).execute()
-        visits.rebuild()  # rows written beside the store path
-    return keys
+    return site_with_events(app, make_site, "q.example", dataset)
 
 
 @pytest.fixture
@@ -121,11 +116,7 @@ def tool(app, site) -> Callable[..., dict[str, Any]]:
     client = app.test_client()
 
     def call(name: str, **arguments: Any) -> dict[str, Any]:
-        response = client.post("/api/mcp", headers=site.server_headers(), json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}})
-        assert response.status_code == 200, response.data
-        return response.get_json()["result"]
+        return tool_result(client, site.server_headers(), name, arguments)
 
     return call
 

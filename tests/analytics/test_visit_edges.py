@@ -48,8 +48,7 @@ from typing import Any
 
 import pytest
 
-from app.tracking import visits
-from models import Event, Site, database
+from tests.helpers import site_with_events, tool_result
 
 DAY1 = {"from": "2026-04-10", "to": "2026-04-10"}
 DAY2 = {"from": "2026-04-11", "to": "2026-04-11"}
@@ -103,13 +102,7 @@ def dataset(site_id: int, other_id: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def site(app, make_site):
-    keys = make_site("e.example", "standard")
-    other = make_site("other.example", "standard")
-    with app.app_context(), database.connection_context():
-        Site.update(timezone="Europe/Berlin").where(Site.id == keys.site.id).execute()
-        Event.insert_many(dataset(keys.site.id, other.site.id)).execute()
-        visits.rebuild()  # rows written beside the store path
-    return keys
+    return site_with_events(app, make_site, "e.example", dataset)
 
 
 @pytest.fixture
@@ -118,11 +111,7 @@ def tool(app, site) -> Callable[..., dict[str, Any]]:
     client = app.test_client()
 
     def call(name: str, period: dict[str, str], **arguments: Any) -> dict[str, Any]:
-        response = client.post("/api/mcp", headers=site.server_headers(), json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": {**period, **arguments}}})
-        assert response.status_code == 200, response.data
-        result = response.get_json()["result"]
+        result = tool_result(client, site.server_headers(), name, {**period, **arguments})
         assert result["isError"] is False, result["content"]
         return result["structuredContent"]
 
