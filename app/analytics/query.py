@@ -137,6 +137,8 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
     """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
     bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
     return [source.session_id, source.visitor, source.weight.alias("w"),
+            # named as the event's time: time:* buckets a visit by its first event
+            source.started_at.alias("occurred_at"),
             source.pageviews.alias("views"), bounced.alias("bounced"),
             seconds_between(source.started_at, source.ended_at).alias("duration"),
             *[getattr(source, column).alias(column) for column in sorted(columns)]]
@@ -215,6 +217,7 @@ class _Plan:
     has_visits: bool
     visit_rows: bool = False  # the rows are the visits: no event sums on them
     event_totals: Any = None  # the events' sums beside visit rows: over everything
+    event_rows: Any = None  # and per row, when time:* splits events and visits apart
 
 
 def _event_sums(weight: Any = None) -> list[Any]:
@@ -265,9 +268,6 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
             event_totals = Event.select(*_event_sums()).where(scope).cte("event_totals")
             ctes.append(event_totals)
         return _Plan(ctes, selected, True, True, event_totals)
-    # Events are summed per (event dimensions, session) first, and the visits joined to those
-    # sums: a visit's columns are the same on all its events. A filter node that mixes visit
-    # and event dimensions (an `or` across both) needs the visit on each event instead.
     mixed = any(len(kinds((node,))) > 1 for node in filters)
     event_row = Row(Event, visits.c if mixed else None, period)
     where = scope
@@ -277,6 +277,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         where &= condition
     if rows_only and any(d.name == GOAL for d in dimensions):
         where &= Event.type == "goal"  # event:goal rows are the goals; totals come apart
+    if visits is not None and any(d.kind == "time" for d in dimensions):
+        return _time_plan(query, dimensions, built, visits, visit_condition, where,
+                          event_filtered, mixed, period)
+    # Events are summed per (event dimensions, session) first, and the visits joined to those
+    # sums: a visit's columns are the same on all its events. A filter node that mixes visit
+    # and event dimensions (an `or` across both) needs the visit on each event instead.
     # grouped by the output names: the same expression twice would bind its parameters twice,
     # and PostgreSQL could not tell that the two are one
     group_keys = [SQL(f'"{key}"') for key, _d in event_keys]
@@ -309,6 +315,60 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     return _Plan([*ctes, selected], selected, visits is not None)
 
 
+def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any], visits: Any,
+               visit_condition: Any, where: Any, event_filtered: bool, mixed: bool,
+               period: Period) -> _Plan:
+    """With a time:* dimension and visit figures: a visit counts in the bucket of its first
+    event in the period (when it has a selected event), an event in the bucket of its own
+    time, so the two are summed apart: the visits per (dimension values, session), the
+    events per dimension values."""
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    at_start = Row(visits.c, visits.c, period)  # time:* reads the visit's start
+    event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
+                  if d.kind == "event"]
+    filtering = visit_condition if not mixed else None
+    if event_keys or event_filtered:
+        sessions = (Event.select(*[d.sql(Row(Event, visits.c if mixed else None, period))
+                                   .alias(key) for key, d in event_keys],
+                                 Event.session_id.alias("sid")))
+        if mixed:
+            sessions = sessions.join(visits, JOIN.LEFT_OUTER,
+                                     on=(visits.c.session_id == Event.session_id))
+        sessions = (sessions.where(where)
+                    .group_by(*[SQL(f'"{key}"') for key, _d in event_keys], Event.session_id)
+                    .cte("sessions"))
+        source = Select([sessions], [
+            getattr(sessions.c, key).alias(key) if d.kind == "event"
+            else d.sql(at_start).alias(key) for key, d in zip(keys, dimensions, strict=True)]
+            + [is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)]).join(
+            visits, on=(visits.c.session_id == sessions.c.sid))
+        ctes = [*built, visits, sessions]
+    else:
+        source = Select([visits], [*[d.sql(at_start).alias(key) for key, d
+                                     in zip(keys, dimensions, strict=True)],
+                                   is_sampled(visits.c.w).alias("sampled"),
+                                   *_visit_figures(visits)])
+        ctes = [*built, visits]
+    selected = (source.where(filtering) if filtering is not None else source).cte("selected")
+    ctes.append(selected)
+    event_rows = None
+    if EVENT_METRICS & set(query.metrics):
+        # visit:* dimensions and filters: the events of the counted visits only
+        joined = any(d.kind == "visit" for d in dimensions) or visit_condition is not None
+        at_event = Row(Event, visits.c if joined or mixed else None, period)
+        event_rows = Event.select(*[d.sql(at_event).alias(key) for key, d
+                                    in zip(keys, dimensions, strict=True)], *_event_sums())
+        if joined or mixed:
+            event_rows = event_rows.join(
+                visits, JOIN.INNER if joined and not mixed else JOIN.LEFT_OUTER,
+                on=(visits.c.session_id == Event.session_id))
+        condition = where if filtering is None else where & filtering
+        event_rows = (event_rows.where(condition)
+                      .group_by(*[SQL(f'"{key}"') for key in keys]).cte("event_rows"))
+        ctes.append(event_rows)
+    return _Plan(ctes, selected, True, True, None, event_rows)
+
+
 def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
                filters_keep: Any = None, rows_only: bool = False) -> Select:
     """Per row of `dimensions` (and, unless `rows_only`, over everything: the totals): the
@@ -327,12 +387,16 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
         suffix = "_rows" if grand == 0 else "_all"
         # event:goal rows are the goals: no row for the events that are not one
         # and a visit:* dimension splits visits: events outside any visit are in no row
-        in_rows: Any = True
-        for key, d in zip(keys, dimensions, strict=True):
-            if grand == 0 and d.name == GOAL:
-                in_rows &= getattr(s, key).is_null(False)
-            if grand == 0 and d.kind == "visit":
-                in_rows &= s.vid.is_null(False)
+        def goals_only(source: Any) -> Any:
+            condition: Any = True
+            for key, d in zip(keys, dimensions, strict=True):
+                if grand == 0 and d.name == GOAL:
+                    condition &= getattr(source.c, key).is_null(False)
+            return condition
+
+        in_rows: Any = goals_only(selected)
+        if grand == 0 and any(d.kind == "visit" for d in dimensions):
+            in_rows &= s.vid.is_null(False)
 
         def part(source: Any, sums: dict[str, Any], sampled: Any, where: Any = True) -> Select:
             c = source.c
@@ -376,6 +440,12 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
             t = plan.event_totals.c
             parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
                                               "pageviews": t.pageviews}, t.sampled)
+        if grand == 0 and plan.event_rows is not None:
+            r = plan.event_rows.c
+            parts += part(plan.event_rows, {"events": fn.SUM(r.events),
+                                            "stored": fn.SUM(r.stored),
+                                            "pageviews": fn.SUM(r.pageviews)}, fn.MAX(r.sampled),
+                          goals_only(plan.event_rows))
         return parts
 
     if rows_only:

@@ -3,8 +3,8 @@
 DESIGN.md: "A visit is a session id with at least one pageview in the period; its visit:*
 values are those of its first pageview in the period." So a visit that crosses an edge is
 clipped to the period: its page views, bounce, duration, entry and exit page and entry
-source/country are those of its events in the period; a time:* bucket counts it when it has an
-event there (with its figures of the period). Every figure below is worked out by hand.
+source/country are those of its events in the period; time:* buckets it by its first event in
+the period. Every figure below is worked out by hand.
 
 The site is in Europe/Berlin, in April 2026 on CEST (UTC+2): a local day D runs from
 D-1 22:00 UTC to D 22:00 UTC. Times are local; (UTC) is what occurred_at holds.
@@ -257,7 +257,7 @@ def test_funnel_filters_by_the_visit_values_in_the_period(tool):
             tool("funnel", DAY2, steps=steps, unit="visitor")["steps"]] == [1, 0]
 
 
-def test_time_day_counts_a_crossing_visit_on_each_day_it_has_an_event(tool):
+def test_time_day_buckets_a_crossing_visit_on_its_first_day_in_the_period(tool):
     # 11-12 April: E1 and E4 started on the 10th but count on the 11th; E5 too; E3's
     # heartbeat and goal are events only
     result = tool("query", {"from": "2026-04-11", "to": "2026-04-12"},
@@ -269,12 +269,11 @@ def test_time_day_counts_a_crossing_visit_on_each_day_it_has_an_event(tool):
                   metrics=["visits", "pageviews"], dimensions=["time:day"],
                   filters=[["is", "event:page", ["/c"]]])
     assert rows(result) == [("2026-04-11", 2, 2)]
-    # 15-16 April: E2 started on the 14th; /y on the 15th, /w on the 16th (00:05 local): the
-    # visit (in the period: 10:00-22:05 UTC = 43,500 s) has an event on each day, so it
-    # counts on both, with its figures of the period; the totals count it once
+    # 15-16 April: E2 started on the 14th; /y on the 15th, /w on the 16th (00:05 local):
+    # the visit counts on the 15th, 10:00-22:05 UTC = 43,500 s; the 16th has a page view only
     result = tool("query", {"from": "2026-04-15", "to": "2026-04-16"},
                   metrics=["visits", "pageviews", "visit_duration"], dimensions=["time:day"])
-    assert rows(result) == [("2026-04-15", 1, 1, 43500), ("2026-04-16", 1, 1, 43500)]
+    assert rows(result) == [("2026-04-15", 1, 1, 43500), ("2026-04-16", 0, 1, None)]
     assert result["totals"] == [1, 2, 43500]
     # hours: E1's 00:10 and 00:20 page views and E4's 00:03 are in the 11th's 00:00 hour,
     # E5's at 10:00 and 10:05 in the 10:00 one
