@@ -150,8 +150,10 @@ def time_bucket(unit: str, column: Any, period: Period) -> ColumnBase:
 
 
 def _time(unit: str, what: str) -> Dimension:
-    return Dimension(f"time:{unit}", f"The local {what} of the event in the site's time zone"
-                                     f"{'' if unit != 'week' else ' (its Monday)'}.", "time",
+    return Dimension(f"time:{unit}", f"The local {what}"
+                                     f"{'' if unit != 'week' else ' (its Monday)'} in the site's "
+                                     "time zone: an event's own, a visit's first event's in the "
+                                     "period.", "time",
                      lambda row: time_bucket(unit, row.event.occurred_at, row.period))
 
 
