@@ -15,10 +15,11 @@ The full count runs once, where egis is deployed: PostgreSQL behind gunicorn (CI
 Fuzzing finds faults in how the service reads and answers a request, the same code whatever is
 behind it; the CI runs on SQLite and under granian repeat it with a quarter of the examples
 (each operation at least 10), enough to catch what only that backend or server does to a
-request (a value one database stores and the other refuses, a header one server rewrites),
-at a quarter of ~95 s each. What every run keeps whole: the coverage phase (every boundary
-case the document defines, whatever the count), all checks, every warning failing the run, and
-issue 26's requests below.
+request (a value one database stores and the other refuses, a header one server rewrites):
+on SQLite the run took 49.5 s where the full count took 94.3 s (the coverage phase does not
+shrink). What every run keeps whole: the coverage phase (every boundary case the document
+defines, whatever the count), all checks, every warning failing the run, and issue 26's
+requests below.
 
 The requests schemathesis found refused though the document calls them valid (issue 26) are
 sent here as written, each checked against the document and the service.
