@@ -210,9 +210,14 @@ def test_the_preloaded_app_is_frozen_before_the_workers_are_forked(server: str, 
 # proves by the clock that no worker waited out the kill timeout.
 FALSE_REFUSAL = re.compile(
     r"\[WARNING\] Killing (old )?worker-\d after it refused to gracefully stop")
+# The tests below start deploy/granian_server.py themselves, whatever EGIS_TEST_WSGI says: in
+# CI's granian run (PostgreSQL, `-m slow`) they would repeat the PostgreSQL run's to the letter.
+starts_granian_itself = pytest.mark.skipif(
+    WSGI_SERVER == "granian", reason="starts granian itself: the gunicorn runs have run it")
 
 
 @pytest.mark.slow
+@starts_granian_itself
 def test_the_granian_deployment_as_documented(migrated, std_site, tmp_path: Path):
     """deploy/granian_server.py started as deploy/egis-granian.service starts it (granian's
     variables in the environment, no options): the app preloaded, its workers serving it with
@@ -286,6 +291,7 @@ def replacement_of(server_pid: int, worker: int) -> int:
 
 
 @pytest.mark.slow
+@starts_granian_itself
 def test_granian_stops_on_a_crash_loop_for_systemd_to_restart_it(migrated, tmp_path: Path):
     """A granian worker that dies is replaced; when the replacement dies too within 5.5 s
     (granian's crash-loop guard) the whole server stops with status 1, which

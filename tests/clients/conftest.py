@@ -19,6 +19,7 @@ from tests.conftest import (
     create_site,
     free_port,
     launch,
+    launch_server,
     server_command,
     stop_server,
 )
@@ -32,10 +33,22 @@ class Egis:
     url: str
 
 
+@pytest.fixture(scope="module")
+def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One server (2 workers) per test module, as tests/sdk has: a start costs ~1.5 s. Each test
+    has a site and keys of its own (the tables are emptied after every test), and its clients
+    are shut down before that; tallies are written in the request (app.tally), so nothing a
+    test sent is written after its tables were emptied."""
+    server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
+                           env={"EGIS_TALLY_FLUSH_SECONDS": "0"})
+    yield server
+    stop_server(server)
+
+
 @pytest.fixture
-def egis(app, start_server) -> Egis:
+def egis(app, live_egis: LiveServer) -> Egis:
     keys = create_site(app, "std.example", "standard")
-    return Egis(app, keys, start_server(workers=2).url)
+    return Egis(app, keys, live_egis.url)
 
 
 @pytest.fixture
