@@ -100,7 +100,7 @@ TOOLS = [
     _tool("get_top_pages", "Top pages",
           "The most viewed pages (URL path, without query string) with their page views and "
           "visitors." + SUBSUMED + PERIOD_NOTE, ListArgs, PagesResult,
-          lambda site, period, a: traffic.top_pages(site.id, period, a["limit"]),
+          lambda site, period, a: traffic.top_pages(site, period, a["limit"]),
           render_pages),
     _tool("get_top_sources", "Top traffic sources",
           "Where sessions come from, read from each session's first page view: the referrer "
@@ -111,7 +111,7 @@ TOOLS = [
     _tool("get_goal_conversions", "Goal conversions",
           "Conversions per goal, converting sessions and conversion rate (converting sessions "
           "/ sessions)." + SUBSUMED + PERIOD_NOTE, GoalArgs, GoalsResult,
-          lambda site, period, a: traffic.goal_conversions(site.id, period, a["limit"],
+          lambda site, period, a: traffic.goal_conversions(site, period, a["limit"],
                                                              a.get("goal")),
           render_goals),
     _tool("get_revenue", "Revenue",

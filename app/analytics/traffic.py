@@ -15,12 +15,10 @@ from app.analytics.base import (
     Period,
     as_count,
     event_filter,
-    event_rows,
     fetch,
     is_sampled,
     rate,
     top_keys,
-    url_pages,
     when,
 )
 from app.analytics.filters import parse_filters
@@ -145,23 +143,16 @@ def overview(site_id: int, period: Period) -> dict[str, Any]:
     }
 
 
-def top_pages(site_id: int, period: Period, limit: int) -> dict[str, Any]:
-    per_visitor = (Event.select(Event.page_url.alias("url"), Event.anonymous_id.alias("visitor"),
-                                fn.SUM(Event.weight).alias("w"), fn.MAX(Event.weight).alias("uw"),
-                                fn.MAX(is_sampled(Event.weight)).alias("sampled"))
-                   .where(event_filter(site_id, period, "pageview"))
-                   .group_by(Event.page_url, Event.anonymous_id).cte("url_visitors"))
-    pages = url_pages(per_visitor, "url_pages")
-    v = per_visitor.c
-    rows = (Select([per_visitor.join(pages, JOIN.LEFT_OUTER, on=(pages.c.url == v.url))],
-                   [Value("page").alias("dim"), fn.COALESCE(pages.c.page, "/").alias("key"),
-                    v.visitor.alias("unit"), v.w, v.uw, v.sampled]).cte("page_rows"))
-    ranking = top_keys(rows, {"page": limit}, ctes=(per_visitor, pages))["page"]
+def top_pages(site: Site, period: Period, limit: int) -> dict[str, Any]:
+    """On the `query` compiler: `pageviews` and `visitors` by `event:page`, page views only."""
+    pages = read_figures(site, period, Query(
+        ("pageviews", "visitors"), (dimension("event:page"),),
+        parse_filters([["is", "event:type", ["pageview"]]]), (), limit))
     return {
-        "pages": [{"page": row["key"], "pageviews": row["count"], "visitors": row["units"]}
-                  for row in ranking.rows],
-        "total_pageviews": ranking.total, "distinct_pages": ranking.keys,
-        "estimated": ranking.estimated,
+        "pages": [{"page": row["key"][0], "pageviews": row["pageviews"],
+                   "visitors": row["visitors"]} for row in pages.rows[:limit]],
+        "total_pageviews": pages.totals["pageviews"], "distinct_pages": pages.total_rows,
+        "estimated": pages.estimated,
     }
 
 
@@ -183,26 +174,24 @@ def top_sources(site: Site, period: Period, limit: int) -> dict[str, Any]:
     }
 
 
-def goal_conversions(site_id: int, period: Period, limit: int,
+def goal_conversions(site: Site, period: Period, limit: int,
                      goal: str | None = None) -> dict[str, Any]:
-    goals = event_filter(site_id, period, "goal")
-    if goal is not None:
-        goals &= Event.name == goal
-    in_sessions = event_filter(site_id, period, "pageview") & Event.session_id.is_null(False)
-    rows = (event_rows(goals, "goal", Event.name, Event.session_id)
-            + event_rows(goals, "any", Value("any goal"), Event.session_id)
-            + event_rows(in_sessions, "sessions", Value("all"), Event.session_id)
-            ).cte("goal_rows")
-    ranked = top_keys(rows, {"goal": limit, "any": 1, "sessions": 1})
-    any_goal = ranked["any"].rows[0] if ranked["any"].rows else {"count": 0, "units": 0}
-    sessions = ranked["sessions"].rows[0]["units"] if ranked["sessions"].rows else 0
+    """On the `query` compiler: goal events (`events`) and the visits with one (`visits`) by
+    `event:goal`, over all the period's visits."""
+    goals = parse_filters([["is", "event:type", ["goal"]],
+                           *([["is", "event:goal", [goal]]] if goal is not None else [])])
+    converting = read_figures(site, period, Query(("events", "visits"),
+                                                  (dimension("event:goal"),), goals, (), limit))
+    visits = read_figures(site, period, Query(("visits",), (), (), ()))
+    sessions = visits.totals["visits"]
     return {
         "sessions": sessions,
-        "goals": [{"goal": row["key"], "conversions": row["count"],
-                   "converting_sessions": row["units"],
-                   "conversion_rate": rate(row["units"], sessions)}
-                  for row in ranked["goal"].rows],
-        "total": {"conversions": any_goal["count"], "converting_sessions": any_goal["units"],
-                  "conversion_rate": rate(any_goal["units"], sessions)},
-        "estimated": ranked["any"].estimated or ranked["sessions"].estimated,
+        "goals": [{"goal": row["key"][0], "conversions": row["events"],
+                   "converting_sessions": row["visits"],
+                   "conversion_rate": rate(row["visits"], sessions)}
+                  for row in converting.rows[:limit]],
+        "total": {"conversions": converting.totals["events"],
+                  "converting_sessions": converting.totals["visits"],
+                  "conversion_rate": rate(converting.totals["visits"], sessions)},
+        "estimated": converting.estimated or visits.estimated,
     }
