@@ -11,9 +11,8 @@ from datetime import date, datetime, timedelta
 
 from peewee import Expression, Model
 
-from app import idempotency, partitions
+from app import idempotency, partitions, visits
 from app.partitions import month_start
-from app.tracking import visits
 from models import (
     Batch,
     CrawlHit,

@@ -14,7 +14,7 @@ identified users; returning visitors; the last two days sampled at weight 2), wi
 context columns filled as DESIGN.md's contract says, plus server events, crawl hits, ingest
 tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY,
 SQLite rows through executemany in transactions of 100,000; then the visit table's rows are
-derived from them (app.tracking.visits.rebuild, as migration 0010 does), timed. --timezone sets
+derived from them (app.visits.rebuild, as migration 0010 does), timed. --timezone sets
 the site's time zone when the schema has one (migration 0009).
 Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
 arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
@@ -271,8 +271,8 @@ def prepare(args: argparse.Namespace) -> None:
 def derive_visits(app: Any) -> None:
     """The visit table's rows of the seeded events (what migration 0010 does for events stored
     before it), timed: ingest keeps them up to date, COPY does not."""
+    from app import visits
     from app.db import is_postgres, release_connections
-    from app.tracking import visits
     from models import database
 
     started = time.perf_counter()

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask
 
-from app.tracking import visits
+from app import visits
 from models import Event, Site, database
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app import retention
+from app import retention, visits
 from app.partitions import month_start
-from app.tracking import visits
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, Visit
 from models.site import utcnow
 from tests.tracking.helpers import (

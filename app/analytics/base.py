@@ -21,8 +21,8 @@ from peewee import (
     fn,
 )
 
-from app.analytics.sql import bytewise, url_path
 from app.db import is_postgres
+from app.sql import bytewise, url_path
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts

@@ -48,8 +48,8 @@ from app.analytics.base import (
 )
 from app.analytics.filters import Filters, pattern_regex, regexp
 from app.analytics.query import matching_sessions
-from app.analytics.vocabulary import page
 from app.db import is_postgres
+from app.sql import page_path
 from models import Event, Site
 
 STEP_KINDS = ("page", "goal", "event")
@@ -143,17 +143,17 @@ def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
     The first reads an index range of event_page_steps (migration 0009b, `text_pattern_ops`):
     equality; a prefix range for `/prefix/**` (no regular expression to run per row); else
     `query`'s `matches`, whose literal prefix PostgreSQL turns into the range. The second
-    derives the path from page_url (vocabulary.page), so it reads the rows, but only old ones
+    derives the path from page_url (app.sql.page_path), so it reads the rows, but only old ones
     (their path IS NULL)."""
     if "*" not in pattern:
-        return Event.path == pattern, page(Event) == pattern
+        return Event.path == pattern, page_path(Event) == pattern
     head = pattern.removesuffix("**")
     # A page step starts with "/", so `head` is never empty; a last character from U+D7FF on
     # has no next one that is not a surrogate (_starts_with's upper bound): a regex then.
     if "*" not in head and ord(head[-1]) < 0xD7FF:
-        return _starts_with(Event.path, head), _starts_with(page(Event), head)
+        return _starts_with(Event.path, head), _starts_with(page_path(Event), head)
     regex = pattern_regex(pattern)
-    return regexp(Event.path, regex), regexp(page(Event), regex)
+    return regexp(Event.path, regex), regexp(page_path(Event), regex)
 
 
 def _step_events(step: dict[str, str]) -> list[Expression]:

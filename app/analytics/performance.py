@@ -27,8 +27,8 @@ from app.analytics.base import (
     url_pages,
     when,
 )
-from app.analytics.sql import bytewise, json_number, json_text
 from app.db import is_postgres
+from app.sql import bytewise, json_number, json_text
 from models import Event
 
 VITALS = ("lcp", "inp", "cls", "fcp", "ttfb")

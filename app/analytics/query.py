@@ -28,6 +28,7 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
+from app import visits
 from app.analytics.base import (
     ArgumentError,
     Period,
@@ -47,7 +48,6 @@ from app.analytics.vocabulary import (
     seconds_between,
 )
 from app.fields import whole_number
-from app.tracking import visits
 from models import Event, Site, Visit
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
@@ -151,7 +151,7 @@ def visits_cte(site: Site, period: Period, columns: set[str],
     `columns`, all from its events in the period (its first page view in the period for the
     entry values). A visit whose events all lie in the period is its visit table row
     (models.Visit, kept at ingest). The few that cross the period's first or last instant are
-    derived from their events in the period (app.tracking.visits.derived) before the statement,
+    derived from their events in the period (app.visits.derived) before the statement,
     found by an index range read, and enter it as a VALUES list: inlined as a subquery, that
     derivation nested too deep for SQLite's parser inside a funnel's statement."""
     inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)

@@ -23,8 +23,8 @@ from app.analytics.base import (
 )
 from app.analytics.filters import parse_filters
 from app.analytics.query import Query, read_figures
-from app.analytics.sql import json_text, query_param, url_host
 from app.analytics.vocabulary import dimension
+from app.sql import json_text, query_param, url_host
 from models import Event, Site
 from models.event import EVENT_TYPES
 from models.visit import INTERACTIONS

@@ -3,8 +3,8 @@ metric and dimension with its one-line definition and its SQL on PostgreSQL and 
 
 A dimension's SQL is a function of `Row`, the columns it reads from: `event` (the Event model,
 the selected event) and `visit` (the visits CTE's columns: the visit's first page view). The
-visit columns are named after the dimension (`visit:country` -> column `country`), so a query
-builds only the visit columns it uses (VISIT_COLUMNS gives each one's SQL on a page view).
+visit columns are named after the dimension (`visit:country` -> column `country` of the visit
+table, models.Visit), so a query reads only the visit columns it uses.
 """
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 from peewee import SQL, Case, ColumnBase, fn
 
 from app.analytics.base import ArgumentError, Period, unknown
-from app.analytics.sql import json_text, url_host, url_path
 from app.db import is_postgres
+from app.sql import json_text, page_path, url_host
 
 PROPS = "event:props:"
 MAX_PROPERTY_KEY = 128
@@ -62,13 +62,6 @@ class Dimension:
     definition: str
     kind: str  # event, visit or time
     sql: Callable[[Row], ColumnBase]
-
-
-def page(event: Any) -> ColumnBase:
-    """The page's path; rows stored before the `path` column derive it from page_url (an
-    event without a page has none)."""
-    return fn.COALESCE(event.path, Case(None, [(event.page_url.is_null(False),
-                                                url_path(event.page_url))]))
 
 
 def hostname(event: Any) -> ColumnBase:
@@ -166,21 +159,8 @@ def _visit(name: str, definition: str) -> Dimension:
                      lambda row: getattr(row.visit, name))
 
 
-# The SQL of each visit column, on a page view (the visit's first, or last for exit_page).
-VISIT_COLUMNS: dict[str, Callable[[Any], ColumnBase]] = {
-    "country": lambda e: e.country, "device": lambda e: e.device,
-    "browser": lambda e: e.browser, "browser_version": lambda e: e.browser_version,
-    "os": lambda e: e.os, "os_version": lambda e: e.os_version,
-    "language": lambda e: e.language, "screen": lambda e: e.screen,
-    "source": lambda e: e.source, "channel": lambda e: e.channel,
-    "referrer": lambda e: e.referrer_url,
-    "utm_source": lambda e: e.utm_source, "utm_medium": lambda e: e.utm_medium,
-    "utm_campaign": lambda e: e.utm_campaign, "utm_content": lambda e: e.utm_content,
-    "utm_term": lambda e: e.utm_term, "entry_page": page, "exit_page": page,
-}
-
 DIMENSIONS = {dimension.name: dimension for dimension in (
-    _event("page", "The event's page path (no query string).", page),
+    _event("page", "The event's page path (no query string).", page_path),
     _event("hostname", "The event's page host, without www.", hostname),
     _event("type", "The event type: pageview, click, form_submit, scroll, performance, custom, "
                    "goal, error, heartbeat.", lambda e: e.type),

@@ -12,7 +12,7 @@ kept to this module. SQLite (the zero-setup default) gets the same effect with P
 in one transaction. The request's visit context (app.visit.context: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
 fields of each batch), not once per event. The same statement merges each stored batch into
-its session's visit row (app.tracking.visits; {} for a batch without a session: no row).
+its session's visit row (app.visits; {} for a batch without a session: no row).
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,12 +21,12 @@ from typing import Any
 import orjson
 from peewee import IntegrityError
 
+from app import visits
 from app.db import PreparedStatement, is_postgres
-from app.tracking import visits
 from app.visit.context import NO_CONTEXT, RequestContext
 from models import Batch, Event, Usage, database
 
-# The batch's visit summary (app.tracking.visits.summary, a JSON object; null without a session)
+# The batch's visit summary (app.visits.summary, a JSON object; null without a session)
 # merged into its visit row, only when the batch was stored now.
 BATCH_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
     f"v.{column}" for column in visits.COLUMNS)}
@@ -116,7 +116,7 @@ WITH input AS (
     RETURNING id, site_id, batch_key
 ), kept AS (
     -- In the group's order, which the events' ids follow: the visit merge breaks ties of
-    -- time by it (app.tracking.visits), as rebuild does by the event id.
+    -- time by it (app.visits), as rebuild does by the event id.
     SELECT input.*, new_batch.id AS batch_id
     FROM input JOIN new_batch USING (site_id, batch_key) ORDER BY input.position
 ), stored AS (
@@ -186,7 +186,7 @@ class BatchRows:
     context: RequestContext = NO_CONTEXT
 
     def visit(self) -> dict[str, Any] | None:
-        """This batch's contribution to its visit row (app.tracking.visits)."""
+        """This batch's contribution to its visit row (app.visits)."""
         return visits.summary(self.site_id, self.session_id, self.anonymous_id, self.weight,
                               self.context.columns(), self.events)
 

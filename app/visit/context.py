@@ -20,8 +20,6 @@ CACHE_SIZE = 4096
 MAX_LANGUAGE_ENTRY = 32  # the first Accept-Language entry is all language() reads
 MAX_HINT = 32
 MAX_ADDRESS = 45  # the longest IPv6 address text; anything longer is no address
-COLUMNS = ("country", "device", "browser", "browser_version", "os", "os_version", "language",
-           "screen")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from app import keys
+from app import keys, visits
 from app.revenue.money import to_major_units
-from app.tracking import visits
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.api_key import SERVER
 

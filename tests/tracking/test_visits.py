@@ -1,9 +1,9 @@
-"""The visit table (app.tracking.visits) as the store statements keep it: after any sequence of
+"""The visit table (app.visits) as the store statements keep it: after any sequence of
 stored batches, its rows are exactly what `visits.rebuild()` derives from the stored events.
 Through HTTP on both databases; the group statement (PostgreSQL) through store.store_group.
 
 Event times are set by a clock standing in for the receive time (ingest.utcnow), so that two
-batches can hold page views of the very same instant (the tie rule of app.tracking.visits).
+batches can hold page views of the very same instant (the tie rule of app.visits).
 """
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app.tracking import ingest, store, visits
+from app import visits
+from app.tracking import ingest, store
 from app.tracking.quota import keeps_session, period_of, shard
 from app.visit.context import RequestContext
 from models import Event, Visit

@@ -17,9 +17,9 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, fn
 
-from app.visit.context import COLUMNS as CONTEXT_COLUMNS
+from app.sql import page_path
 from models import Event, Visit, database
-from models.visit import INTERACTIONS
+from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 
 # the entry page view's own columns, by the event column they come from
 PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "channel",
@@ -60,7 +60,7 @@ UPSERT_SQL = (f"INSERT INTO visit ({', '.join(COLUMNS)}) {{rows}} "
 
 def page(event: dict[str, Any]) -> str | None:
     """A page view's page as rebuild and the event-based reports read it
-    (app.analytics.vocabulary.page): its `path`, else what app.analytics.sql.url_path makes of
+    (app.analytics.vocabulary.page): its `path`, else what app.sql.url_path makes of
     its URL (ingest stores no path for a URL that is neither absolute nor a path)."""
     if event.get("path") is not None or not event.get("page_url"):
         return event.get("path")
@@ -123,11 +123,10 @@ def derived(scope: Any) -> Select:
         fn.MAX(Event.weight).alias("weight"))
         .where(scope & Event.session_id.is_null(False))
         .group_by(Event.site_id, Event.session_id).cte("per_session"))
-    # imported here: ingest workers, which merge summaries, never import the analytics
-    from app.analytics.vocabulary import VISIT_COLUMNS
-
     session = [Event.site_id, Event.session_id]
-    page_columns = {column: VISIT_COLUMNS[column](Event)
+    # each entry column as its page view's event column (the page: its path, derived for old rows)
+    page_columns = {column: page_path(Event) if column == "entry_page"
+                    else getattr(Event, PAGE_ENTRY_COLUMNS.get(column, column))
                     for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)}
     ranked = (Event.select(
         Event.site_id, Event.session_id, Event.occurred_at,

@@ -75,3 +75,10 @@ def query_param(url: Any, name: str) -> ColumnBase:
     at = Case(None, [(first > 0, first)], later)
     value = _before_first(fn.substr(url, at + len(name) + 2), "&#")
     return Case(None, [(at > 0, fn.NULLIF(value, ""))])
+
+
+def page_path(event: Any) -> ColumnBase:
+    """An event's page path: its `path`; rows stored before that column derive it from
+    page_url (an event without a page has none)."""
+    return fn.COALESCE(event.path, Case(None, [(event.page_url.is_null(False),
+                                                url_path(event.page_url))]))
