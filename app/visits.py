@@ -52,15 +52,14 @@ def _merge_rules() -> dict[str, str]:
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
 
-MERGE = _merge_rules()
-MERGE_SQL = ", ".join(f"{column} = {rule}" for column, rule in MERGE.items())
+MERGE_SQL = ", ".join(f"{column} = {rule}" for column, rule in _merge_rules().items())
 UPSERT_SQL = (f"INSERT INTO visit ({', '.join(COLUMNS)}) {{rows}} "
               f"ON CONFLICT (site_id, session_id) DO UPDATE SET {MERGE_SQL}")
 
 
 def page(event: dict[str, Any]) -> str | None:
     """A page view's page as rebuild and the event-based reports read it
-    (app.analytics.vocabulary.page): its `path`, else what app.sql.url_path makes of
+    (app.sql.page_path): its `path`, else what app.sql.url_path makes of
     its URL (ingest stores no path for a URL that is neither absolute nor a path)."""
     if event.get("path") is not None or not event.get("page_url"):
         return event.get("path")
@@ -113,16 +112,15 @@ def add(row: dict[str, Any] | None) -> None:
 def derived(scope: Any) -> Select:
     """Visit rows (COLUMNS) derived from the stored events matching `scope` (a condition on
     Event): rebuild's rows, and the analytics' visits clipped to a period at its edges."""
-    views = fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0))
+    sessions = scope & Event.session_id.is_null(False)
     per_session = (Event.select(
         Event.site_id, Event.session_id, fn.MAX(Event.anonymous_id).alias("visitor"),
         fn.MIN(Event.occurred_at).alias("started_at"),
         fn.MAX(Event.occurred_at).alias("ended_at"), fn.COUNT(Event.id).alias("events"),
-        views.alias("pageviews"),
+        fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0)).alias("pageviews"),
         fn.SUM(Case(None, [(Event.type.in_(INTERACTIONS), 1)], 0)).alias("interactions"),
         fn.MAX(Event.weight).alias("weight"))
-        .where(scope & Event.session_id.is_null(False))
-        .group_by(Event.site_id, Event.session_id).cte("per_session"))
+        .where(sessions).group_by(Event.site_id, Event.session_id).cte("per_session"))
     session = [Event.site_id, Event.session_id]
     # each entry column as its page view's event column (the page: its path, derived for old rows)
     page_columns = {column: page_path(Event) if column == "entry_page"
@@ -136,7 +134,7 @@ def derived(scope: Any) -> Select:
         fn.ROW_NUMBER().over(partition_by=session,
                              order_by=[Event.occurred_at.desc(), Event.id.desc()])
         .alias("last_rank"))
-        .where(scope & Event.session_id.is_null(False) & (Event.type == "pageview"))
+        .where(sessions & (Event.type == "pageview"))
         .cte("ranked"))
     s = per_session.c
     first = Select([ranked], [SQL("*")]).where(ranked.c.first_rank == 1).cte("first_view")
@@ -150,6 +148,7 @@ def derived(scope: Any) -> Select:
                **{column: getattr(f, column) for column in (*PAGE_ENTRY_COLUMNS,
                                                             *CONTEXT_COLUMNS)},
                "exit_at": x.occurred_at, "exit_page": x.entry_page}  # the last view's path
+
     def joined(view: Any) -> Any:
         return (view.site_id == s.site_id) & (view.session_id == s.session_id)
 

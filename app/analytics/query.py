@@ -220,11 +220,11 @@ class _Plan:
     event_rows: Any = None  # and per row, when time:* splits events and visits apart
 
 
-def _event_sums(weight: Any = None) -> list[Any]:
-    weight = Event.weight if weight is None else weight
-    return [fn.SUM(weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
-            fn.SUM(when(Event.type == "pageview", weight)).alias("pageviews"),
-            fn.MAX(is_sampled(weight)).alias("sampled")]
+def _event_sums() -> list[Any]:
+    """An event weighs its sampling weight; `stored` counts the rows as stored."""
+    return [fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
+            fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+            fn.MAX(is_sampled(Event.weight)).alias("sampled")]
 
 
 def _visit_figures(visits: Any) -> list[Any]:

@@ -214,7 +214,7 @@ def test_a_batch_without_page_views_is_a_session_until_one_arrives(client, app, 
 
 def test_a_page_view_without_a_path_of_its_own(client, app, std_site, clock):
     """A page URL that is neither absolute nor a path stores no `path`; the visit's entry and
-    exit page are the ones the event-based reports give it (app.analytics.vocabulary.page)."""
+    exit page are the ones the event-based reports give it (app.sql.page_path)."""
     t0 = clock.now
     clock.now = t0
     body = batch([event("pageview", pageUrl="about:blank", timestamp=SENT_MS - 2000),
