@@ -9,19 +9,21 @@ many batches it takes.
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from peewee import Expression, Model
+from peewee import SQL, Expression, Model
 
-from app import idempotency, partitions, visits
+from app import event_slots, idempotency, partitions, visits
 from app.partitions import month_start
 from models import (
     Batch,
     CrawlHit,
     Event,
+    EventSlot,
     IdempotencyKey,
     IngestTally,
     ServerEvent,
     Usage,
     Visit,
+    VisitPage,
     database,
 )
 from models.site import utcnow
@@ -83,6 +85,8 @@ def _delete_older(cutoffs: PruneCutoffs, batch_rows: int) -> dict[str, int]:
     targets = [
         (Event, Event.occurred_at < before),
         (Visit, Visit.started_at < before),  # a visit goes with the month it began in
+        (VisitPage, VisitPage.started_at < before),
+        (EventSlot, EventSlot.slot < before),
         (ServerEvent, ServerEvent.occurred_at < before),
         (CrawlHit, CrawlHit.received_at < before),
         (IngestTally, IngestTally.day < before.date()),
@@ -131,8 +135,9 @@ def erase_user(site_id: int, user_id: str,
 def erase_anonymous(site_id: int, anonymous_id: str,
                     batch_rows: int = DELETE_BATCH_ROWS) -> dict[str, int]:
     """Delete the events and server events of one anonymous id (one browser, or a derived
-    storage-free visitor) of a site, and its current visit's row; its visits are derived again
-    from the events left."""
+    storage-free visitor) of a site, and its current visit's row; its visits (with their
+    pages) and the quarter-hour counts of its events are derived again from the events
+    left."""
     return _erase(site_id, Event.anonymous_id == anonymous_id,
                   ServerEvent.anonymous_id == anonymous_id,
                   VisitorState.visitor == anonymous_id, batch_rows)
@@ -143,6 +148,9 @@ def _erase(site_id: int, events: Expression, server_events: Expression,
     events = (Event.site_id == site_id) & events
     sessions = [session_id for (session_id,) in Event.select(Event.session_id).distinct()
                 .where(events & Event.session_id.is_null(False)).tuples()]
+    slot = event_slots.slot_column(Event.occurred_at)
+    slots = [event_slots.as_datetime(value) for (value,) in
+             Event.select(slot.alias("slot")).where(events).group_by(SQL('"slot"')).tuples()]
     deleted = {
         Event._meta.table_name: delete_where(Event, events, batch_rows),
         ServerEvent._meta.table_name: delete_where(
@@ -151,6 +159,7 @@ def _erase(site_id: int, events: Expression, server_events: Expression,
             VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
     }
     deleted[Visit._meta.table_name] = _erase_visits(site_id, sessions)
+    event_slots.rebuild(site_id, slots)  # the erased events' quarter hours, counted again
     return deleted
 
 

@@ -11,14 +11,16 @@ erasure, and rows written outside the store path (tests, the benchmark's seeding
 Ties: events are ordered by time, then by storage order (the event id), so a page view stored
 later at the same time is not an earlier entry but is a later exit; the merge keeps that rule.
 """
-import re
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, fn
 
+from app import upserts, visit_pages
+from app.db import is_postgres
 from app.sql import page_path
-from models import Event, Visit, database
+from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 
 # the entry page view's own columns, by the event column they come from
@@ -29,47 +31,46 @@ PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "chan
 ENTRY_COLUMNS = ("entry_at", *PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)
 EXIT_COLUMNS = ("exit_at", "exit_page")
 COLUMNS = ("site_id", "session_id", "visitor", "started_at", "ended_at", "events", "pageviews",
-           "interactions", "weight", *ENTRY_COLUMNS, *EXIT_COLUMNS)
+           "interactions", "weight", "heartbeats", "uniform", *ENTRY_COLUMNS, *EXIT_COLUMNS)
 REBUILD_SESSIONS = 500  # session ids per rebuild statement
-URL_END = re.compile("[?#]")
+LONG_VISIT = timedelta(days=1)  # visits at least this long are in the partial index visit_long
+
+
+def long_visit() -> SQL:
+    """The condition (on the visit table's own columns) of the partial index visit_long, as
+    migration 0011 spells it: a query must spell it the same for the database to use it."""
+    if is_postgres():
+        return SQL("ended_at - started_at >= interval '1 day'")
+    return SQL("julianday(ended_at) - julianday(started_at) >= 1")
+
+
+def irregular() -> SQL:
+    """The condition of the partial index visit_irregular (migration 0011): a session that is
+    no visit (no page view), or whose events carry more than one anonymous id or weight."""
+    return SQL("(pageviews = 0 OR NOT uniform)")
 
 
 def _merge_rules() -> dict[str, str]:
     """Per column, how a batch's summary (`excluded`) merges into the stored row (`visit`)."""
     def chosen(column: str, at: str, wins: str) -> str:
-        return (f"CASE WHEN excluded.{at} IS NOT NULL AND (visit.{at} IS NULL OR "
-                f"excluded.{at} {wins} visit.{at}) THEN excluded.{column} "
-                f"ELSE visit.{column} END")
+        return upserts.chosen("visit", column, at, wins)
 
     def extreme(column: str, wins: str) -> str:
-        return chosen(column, column, wins)
+        return upserts.extreme("visit", column, wins)
 
+    # read before the SET assigns: the stored row's own visitor and weight
+    same_visitor_and_weight = ("visit.visitor IS NOT DISTINCT FROM excluded.visitor "
+                               "AND visit.weight = excluded.weight")
     return {"visitor": extreme("visitor", ">"), "started_at": extreme("started_at", "<"),
             "ended_at": extreme("ended_at", ">"), "weight": extreme("weight", ">"),
-            **{column: f"visit.{column} + excluded.{column}"
-               for column in ("events", "pageviews", "interactions")},
+            **{column: upserts.summed("visit", column)
+               for column in ("events", "pageviews", "interactions", "heartbeats")},
+            "uniform": f"visit.uniform AND excluded.uniform AND {same_visitor_and_weight}",
             **{column: chosen(column, "entry_at", "<") for column in ENTRY_COLUMNS},
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
 
-MERGE_SQL = ", ".join(f"{column} = {rule}" for column, rule in _merge_rules().items())
-UPSERT_SQL = (f"INSERT INTO visit ({', '.join(COLUMNS)}) {{rows}} "
-              f"ON CONFLICT (site_id, session_id) DO UPDATE SET {MERGE_SQL}")
-
-
-def page(event: dict[str, Any]) -> str | None:
-    """A page view's page as rebuild and the event-based reports read it
-    (app.sql.page_path): its `path`, else what app.sql.url_path makes of
-    its URL (ingest stores no path for a URL that is neither absolute nor a path)."""
-    if event.get("path") is not None or not event.get("page_url"):
-        return event.get("path")
-    bare = URL_END.split(event["page_url"], maxsplit=1)[0]
-    scheme_end = bare.find("://")
-    if scheme_end >= 0:
-        authority_on = bare[scheme_end + 3:]
-        slash = authority_on.find("/")
-        bare = authority_on[slash:] if slash >= 0 else ""
-    return bare or "/"
+UPSERT_SQL = upserts.upsert_sql("visit", COLUMNS, ("site_id", "session_id"), _merge_rules())
 
 
 def summary(site_id: int, session_id: str | None, visitor: str | None, weight: float,
@@ -88,12 +89,14 @@ def summary(site_id: int, session_id: str | None, visitor: str | None, weight: f
            "started_at": min(times), "ended_at": max(times), "events": len(events),
            "pageviews": len(views),
            "interactions": sum(event["type"] in INTERACTIONS for event in events),
-           "weight": weight, "entry_at": entry["occurred_at"] if entry else None,
+           "weight": weight,
+           "heartbeats": weight * sum(event["type"] == "heartbeat" for event in events),
+           "uniform": True, "entry_at": entry["occurred_at"] if entry else None,
            "exit_at": exit_view["occurred_at"] if exit_view else None,
-           "exit_page": page(exit_view) if exit_view else None}
+           "exit_page": visit_pages.page(exit_view) if exit_view else None}
     for column, source in PAGE_ENTRY_COLUMNS.items():
         row[column] = entry.get(source) if entry else None
-    row["entry_page"] = page(entry) if entry else None  # its path, or its URL's
+    row["entry_page"] = visit_pages.page(entry) if entry else None  # its path, or its URL's
     for column in CONTEXT_COLUMNS:
         row[column] = context.get(column) if entry else None
     return row
@@ -101,12 +104,15 @@ def summary(site_id: int, session_id: str | None, visitor: str | None, weight: f
 
 def add(row: dict[str, Any] | None) -> None:
     """Merge one batch's summary into its visit (inside the caller's transaction)."""
-    if row is None:
-        return
-    placeholders = ", ".join([database.param] * len(COLUMNS))
-    database.execute_sql(UPSERT_SQL.format(rows=f"VALUES ({placeholders})"),
-                         [Visit._meta.fields[column].db_value(row[column])
-                          for column in COLUMNS])
+    upserts.add_rows(UPSERT_SQL, Visit, COLUMNS, [row] if row is not None else [])
+
+
+def uniform(anonymous_id: Any, weight: Any) -> Any:
+    """Whether a group of events carries one anonymous id (or none) and one weight."""
+    ids = fn.COUNT(anonymous_id)
+    return ((fn.MIN(weight) == fn.MAX(weight))
+            & ((ids == 0) | ((ids == fn.COUNT(SQL("*")))
+                             & (fn.MIN(anonymous_id) == fn.MAX(anonymous_id)))))
 
 
 def derived(scope: Any) -> Select:
@@ -119,7 +125,9 @@ def derived(scope: Any) -> Select:
         fn.MAX(Event.occurred_at).alias("ended_at"), fn.COUNT(Event.id).alias("events"),
         fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0)).alias("pageviews"),
         fn.SUM(Case(None, [(Event.type.in_(INTERACTIONS), 1)], 0)).alias("interactions"),
-        fn.MAX(Event.weight).alias("weight"))
+        fn.MAX(Event.weight).alias("weight"),
+        fn.SUM(Case(None, [(Event.type == "heartbeat", Event.weight)], 0)).alias("heartbeats"),
+        uniform(Event.anonymous_id, Event.weight).alias("uniform"))
         .where(sessions).group_by(Event.site_id, Event.session_id).cte("per_session"))
     session = [Event.site_id, Event.session_id]
     # each entry column as its page view's event column (the page: its path, derived for old rows)
@@ -144,6 +152,7 @@ def derived(scope: Any) -> Select:
     columns = {"site_id": s.site_id, "session_id": s.session_id, "visitor": s.visitor,
                "started_at": s.started_at, "ended_at": s.ended_at, "events": s.events,
                "pageviews": s.pageviews, "interactions": s.interactions, "weight": s.weight,
+               "heartbeats": s.heartbeats, "uniform": s.uniform,
                "entry_at": f.occurred_at,
                **{column: getattr(f, column) for column in (*PAGE_ENTRY_COLUMNS,
                                                             *CONTEXT_COLUMNS)},
@@ -159,8 +168,9 @@ def derived(scope: Any) -> Select:
 
 
 def rebuild(site_id: int | None = None, session_ids: Iterable[str] | None = None) -> int:
-    """Derive the visit rows of a site (every site: None), or of some of its sessions, from
-    their stored events, replacing what was there; how many visit rows there are now."""
+    """Derive the visit rows and their page rows (app.visit_pages) of a site (every site:
+    None), or of some of its sessions, from their stored events, replacing what was there;
+    how many visit rows there are now."""
     if session_ids is None:
         return _rebuild_scope(site_id, None)
     wanted = sorted(set(session_ids))
@@ -170,22 +180,27 @@ def rebuild(site_id: int | None = None, session_ids: Iterable[str] | None = None
 
 def _rebuild_scope(site_id: int | None, session_ids: list[str] | None) -> int:
     scope: Any = SQL("1 = 1")
-    visits: Any = SQL("1 = 1")
+    tables = {Visit: SQL("1 = 1"), VisitPage: SQL("1 = 1")}
+    for model in tables:
+        if site_id is not None:
+            tables[model] &= model.site_id == site_id
+        if session_ids is not None:
+            tables[model] &= model.session_id.in_(session_ids)
     if site_id is not None:
         scope &= Event.site_id == site_id
-        visits &= Visit.site_id == site_id
     if session_ids is not None:
         scope &= Event.session_id.in_(session_ids)
-        visits &= Visit.session_id.in_(session_ids)
         # The event table has no index on session_id: when every session has its row, its
         # events lie between the rows' first and last event times, an index range.
         rows, first, last = Visit.select(fn.COUNT(Visit.id), fn.MIN(Visit.started_at),
-                                         fn.MAX(Visit.ended_at)).where(visits).scalar(
+                                         fn.MAX(Visit.ended_at)).where(tables[Visit]).scalar(
                                              as_tuple=True)
         if rows == len(session_ids) and first is not None:
             scope &= Event.occurred_at.between(first, last)
     with database.atomic():
-        Visit.delete().where(visits).execute()
-        fields = [Visit._meta.fields[column] for column in COLUMNS]
-        Visit.insert_from(derived(scope), fields).execute()
-    return Visit.select().where(visits).count()
+        for model, columns, rows in ((Visit, COLUMNS, derived(scope)),
+                                     (VisitPage, visit_pages.COLUMNS,
+                                      visit_pages.derived(scope))):
+            model.delete().where(tables[model]).execute()
+            model.insert_from(rows, [model._meta.fields[column] for column in columns]).execute()
+    return Visit.select().where(tables[Visit]).count()

@@ -271,7 +271,7 @@ def prepare(args: argparse.Namespace) -> None:
 def derive_visits(app: Any) -> None:
     """The visit table's rows of the seeded events (what migration 0010 does for events stored
     before it), timed: ingest keeps them up to date, COPY does not."""
-    from app import visits
+    from app import rollups
     from app.db import is_postgres, release_connections
     from models import database
 
@@ -280,8 +280,8 @@ def derive_visits(app: Any) -> None:
         with database.atomic():
             if is_postgres():
                 database.execute_sql("SET LOCAL statement_timeout = 0")
-            count = visits.rebuild()
-        database.execute_sql("ANALYZE visit")
+            count = rollups.rebuild()
+        database.execute_sql("ANALYZE visit; ANALYZE visit_page; ANALYZE event_slot")
     release_connections()
     print(f"derived {count:,} visit rows in {time.perf_counter() - started:.1f} s")
 

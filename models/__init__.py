@@ -4,6 +4,7 @@ from models.base import BaseModel, JSONField, database
 from models.batch import Batch
 from models.crawl_hit import CrawlHit
 from models.event import Event
+from models.event_slot import EventSlot
 from models.idempotency_key import IdempotencyKey
 from models.ingest_tally import IngestTally
 from models.instance_secret import InstanceSecret
@@ -11,12 +12,14 @@ from models.server_event import ServerEvent
 from models.site import Site
 from models.usage import Usage
 from models.visit import Visit
+from models.visit_page import VisitPage
 from models.visitor_salt import VisitorSalt
 from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
-              InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey, Visit)
+              InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey, Visit, VisitPage,
+              EventSlot)
 
-__all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "IdempotencyKey",
-           "IngestTally", "InstanceSecret", "JSONField", "ServerEvent", "Site", "Usage",
-           "Visit", "VisitorSalt", "VisitorState", "database"]
+__all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "EventSlot",
+           "IdempotencyKey", "IngestTally", "InstanceSecret", "JSONField", "ServerEvent", "Site",
+           "Usage", "Visit", "VisitPage", "VisitorSalt", "VisitorState", "database"]

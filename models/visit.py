@@ -1,5 +1,6 @@
 from peewee import (
     BigAutoField,
+    BooleanField,
     CharField,
     DateTimeField,
     FloatField,
@@ -40,6 +41,10 @@ class Visit(BaseModel):
     pageviews = IntegerField()
     interactions = IntegerField()  # events of INTERACTIONS
     weight = FloatField()  # the largest sampling weight of its events
+    heartbeats = FloatField(default=0)  # its heartbeat events' weights summed (engaged time)
+    # its events all carry one anonymous id (or none) and one weight: then each of its pages
+    # (models.VisitPage) has the visit's visitor and weight
+    uniform = BooleanField(default=True)
     entry_at = DateTimeField(null=True)  # the first page view's occurred_at
     entry_page = TextField(null=True)
     exit_at = DateTimeField(null=True)  # the last page view's occurred_at
@@ -65,5 +70,5 @@ class Visit(BaseModel):
         indexes = (
             (("site_id", "session_id"), True),
             (("site_id", "started_at"), False),
-            (("site_id", "ended_at"), False),  # the visits across a period's first instant
+            (("site_id", "ended_at"), False),
         )

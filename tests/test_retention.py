@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app import retention, visits
+from app import retention, rollups, visits
 from app.partitions import month_start
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, Visit
 from models.site import utcnow
@@ -21,8 +21,8 @@ from tests.tracking.helpers import (
     stored_counts,
 )
 
-TABLES = ("event", "visit", "server_event", "crawl_hit", "ingest_tally", "usage", "batch",
-          "visitor_salt", "visitor_state", "idempotency_key")
+TABLES = ("event", "visit", "visit_page", "event_slot", "server_event", "crawl_hit",
+          "ingest_tally", "usage", "batch", "visitor_salt", "visitor_state", "idempotency_key")
 
 
 def add_event(site_id: int, occurred_at: datetime, **fields) -> None:
@@ -87,7 +87,8 @@ def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site
     assert lines[0].startswith(f"Deleted data from before {cutoff:%Y-%m-%d} and batch ids "
                                f"received before ")
     assert lines[0].endswith(" UTC (30 days).")
-    assert table_lines(lines) == {"event": 4, "visit": 0, "server_event": 2, "crawl_hit": 2,
+    assert table_lines(lines) == {"event": 4, "visit": 0, "visit_page": 0, "event_slot": 0,
+                                  "server_event": 2, "crawl_hit": 2,
                                   "ingest_tally": 2, "usage": 2, "batch": 2, "visitor_salt": 0,
                                   "visitor_state": 0, "idempotency_key": 0}
     assert counts(app) == {"event": 4, "server_event": 2, "crawl_hit": 2, "ingest_tally": 2,
@@ -98,7 +99,8 @@ def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site
 
 
 def test_prune_deletes_the_visits_that_began_before_the_cutoff(app, std_site, free_site):
-    """A visit goes with the month it began in, even one that went on past the cutoff."""
+    """A visit goes with the month it began in, even one that went on past the cutoff; so do
+    its page rows; a quarter hour's counts go with it."""
     cutoff = month_start(utcnow(), -3)
     with db(app):
         for site in (std_site.site, free_site.site):
@@ -107,10 +109,13 @@ def test_prune_deletes_the_visits_that_began_before_the_cutoff(app, std_site, fr
             add_event(site.id, cutoff + timedelta(minutes=5), session_id="across")
             add_event(site.id, cutoff, session_id="kept")
             add_event(site.id, utcnow(), session_id="now")
-        visits.rebuild()
+        rollups.rebuild()
         assert Visit.select().count() == 8
     lines = run(app, "data", "prune", "--older-than", "3")
-    assert table_lines(lines)["visit"] == 4
+    # per site: the sessions "old" and "across", one page each; the quarter hours of
+    # cutoff - 40 days and cutoff - 1 s
+    assert {name: table_lines(lines)[name] for name in ("visit", "visit_page", "event_slot")
+            } == {"visit": 4, "visit_page": 4, "event_slot": 4}
     assert [(site_id, session) for site_id, session, _ in visits_left(app)] == [
         (site.id, session) for site in (std_site.site, free_site.site)
         for session in ("kept", "now")]
@@ -205,7 +210,7 @@ def people(app, std_site, free_site):
         add_server_event(site, now, identified_user_id="user-9", order_id="o9")
         add_server_event(other, now, identified_user_id="user-1", order_id="o1")
         add_crawl_hit(site, now)
-        visits.rebuild()
+        rollups.rebuild()
     return site, other
 
 
@@ -311,7 +316,7 @@ def test_erasure_leaves_no_visit_of_the_person_through_http(client, app, std_sit
     assert (deleted["event"], deleted["visit"]) == (4, 2)  # "own", "goal-visit"; "shared" stays
     after = visit_table(app)
     with db(app):
-        visits.rebuild()
+        rollups.rebuild()
     assert visit_table(app) == after
     shared = {(row["site_id"], row["session_id"]): row for row in after}[
         (std_site.site.id, "shared")]

@@ -12,7 +12,8 @@ kept to this module. SQLite (the zero-setup default) gets the same effect with P
 in one transaction. The request's visit context (app.visit.context: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
 fields of each batch), not once per event. The same statement merges each stored batch into
-its session's visit row (app.visits; {} for a batch without a session: no row).
+its session's visit row (app.visits; {} for a batch without a session: no row), its visit's
+page rows (app.visit_pages) and the quarter-hour counts of its events (app.event_slots).
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +22,7 @@ from typing import Any
 import orjson
 from peewee import IntegrityError
 
-from app import visits
+from app import event_slots, visit_pages, visits
 from app.db import PreparedStatement, is_postgres
 from app.visit.context import NO_CONTEXT, RequestContext
 from models import Batch, Event, Usage, database
@@ -32,6 +33,15 @@ BATCH_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
     f"v.{column}" for column in visits.COLUMNS)}
     FROM new_batch, jsonb_populate_record(NULL::visit, $21) AS v
     WHERE v.session_id IS NOT NULL""")
+# The batch's page rows and quarter-hour rows (app.visit_pages, app.event_slots: JSON arrays),
+# merged in key order, only when the batch was stored now.
+BATCH_PAGE_UPSERT = visit_pages.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+    f"p.{column}" for column in visit_pages.COLUMNS)}
+    FROM new_batch, jsonb_populate_recordset(NULL::visit_page, $22) AS p ORDER BY p.page""")
+BATCH_SLOT_UPSERT = event_slots.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+    f"s.{column}" for column in event_slots.COLUMNS)}
+    FROM new_batch, jsonb_populate_recordset(NULL::event_slot, $23) AS s
+    ORDER BY s.slot, s.type""")
 # A group's visit rows: the sums over its stored batches of one session, the entry columns of
 # the batch with the earliest page view, the exit columns of the one with the latest (ties: the
 # later batch in the group), in (site, session) order like the other upserts.
@@ -43,6 +53,16 @@ GROUP_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
     LEFT JOIN visit_entries AS n USING (site_id, session_id)
     LEFT JOIN visit_exits AS x USING (site_id, session_id)
     ORDER BY v.site_id, v.session_id""")
+# A group's page rows and quarter-hour rows: its batches' rows summed per key, in key order.
+GROUP_PAGE_UPSERT = visit_pages.UPSERT_SQL.format(rows="""SELECT p.site_id, p.session_id,
+        p.page, max(p.visitor), min(p.started_at), max(p.ended_at), sum(p.events),
+        sum(p.pageviews), sum(p.events_weight), sum(p.pageviews_weight), max(p.weight)
+    FROM kept AS k, jsonb_populate_recordset(NULL::visit_page, k.pages) AS p
+    GROUP BY p.site_id, p.session_id, p.page ORDER BY p.site_id, p.session_id, p.page""")
+GROUP_SLOT_UPSERT = event_slots.UPSERT_SQL.format(rows="""SELECT s.site_id, s.slot, s.type,
+        s.shard, sum(s.events), sum(s.weight), max(s.top_weight)
+    FROM kept AS k, jsonb_populate_recordset(NULL::event_slot, k.slots) AS s
+    GROUP BY s.site_id, s.slot, s.type, s.shard ORDER BY s.site_id, s.slot, s.type, s.shard""")
 
 # Per-event columns; the batch-wide ones come from BatchRows.
 EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
@@ -58,7 +78,8 @@ _PG_STORE_BATCH = PreparedStatement(
                 ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
                 ("country", "text"), ("device", "text"), ("browser", "text"),
                 ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
-                ("language", "text"), ("screen", "text"), ("visit", "jsonb")),
+                ("language", "text"), ("screen", "text"), ("visit", "jsonb"),
+                ("pages", "jsonb"), ("slots", "jsonb")),
     body=f"""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
@@ -87,6 +108,10 @@ WITH new_batch AS (
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
 ), visited AS (
     {BATCH_VISIT_UPSERT}
+), paged AS (
+    {BATCH_PAGE_UPSERT}
+), slotted AS (
+    {BATCH_SLOT_UPSERT}
 )
 SELECT EXISTS (SELECT FROM new_batch) AS stored,
        -- For a resend, the stored copy's count; looked up only when nothing was inserted.
@@ -108,7 +133,7 @@ WITH input AS (
         received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
         weight real, events jsonb, period text, shard smallint, country text, device text,
         browser text, browser_version text, os text, os_version text, language text,
-        screen text, visit jsonb)
+        screen text, visit jsonb, pages jsonb, slots jsonb)
 ), new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
@@ -148,7 +173,11 @@ WITH input AS (
 ), visit_sums AS (
     SELECT site_id, session_id, max(visitor) AS visitor, min(started_at) AS started_at,
            max(ended_at) AS ended_at, sum(events) AS events, sum(pageviews) AS pageviews,
-           sum(interactions) AS interactions, max(weight) AS weight
+           sum(interactions) AS interactions, max(weight) AS weight,
+           sum(heartbeats) AS heartbeats,
+           bool_and(uniform) AND min(weight) = max(weight)
+               AND (count(visitor) = 0 OR (count(visitor) = count(*)
+                                           AND min(visitor) = max(visitor))) AS uniform
     FROM visit_parts GROUP BY site_id, session_id
 ), visit_entries AS (
     SELECT DISTINCT ON (site_id, session_id) * FROM visit_parts WHERE entry_at IS NOT NULL
@@ -158,6 +187,10 @@ WITH input AS (
     ORDER BY site_id, session_id, exit_at DESC, position DESC
 ), visited AS (
     {GROUP_VISIT_UPSERT}
+), paged AS (
+    {GROUP_PAGE_UPSERT}
+), slotted AS (
+    {GROUP_SLOT_UPSERT}
 )
 SELECT input.position, kept.batch_id IS NOT NULL AS stored,
        CASE WHEN kept.batch_id IS NULL THEN
@@ -190,6 +223,15 @@ class BatchRows:
         return visits.summary(self.site_id, self.session_id, self.anonymous_id, self.weight,
                               self.context.columns(), self.events)
 
+    def pages(self) -> list[dict[str, Any]]:
+        """Its contribution to its visit's page rows (app.visit_pages)."""
+        return visit_pages.summary(self.site_id, self.session_id, self.anonymous_id,
+                                   self.weight, self.events)
+
+    def slots(self) -> list[dict[str, Any]]:
+        """Its contribution to the quarter-hour rows (app.event_slots)."""
+        return event_slots.summary(self.site_id, self.shard, self.weight, self.events)
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -214,6 +256,8 @@ def _store_postgres(rows: BatchRows) -> Outcome:
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
         "period": rows.period, "shard": rows.shard, **rows.context.columns(),
         "visit": orjson.dumps(rows.visit() or {}).decode(),
+        "pages": orjson.dumps(rows.pages()).decode(),
+        "slots": orjson.dumps(rows.slots()).decode(),
     }
     (stored, stored_count) = _PG_STORE_BATCH.execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
@@ -258,7 +302,8 @@ def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
             "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
             "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
             "events": rows.events, "period": rows.period, "shard": rows.shard,
-            **rows.context.columns(), "visit": rows.visit() or {}}
+            **rows.context.columns(), "visit": rows.visit() or {}, "pages": rows.pages(),
+            "slots": rows.slots()}
 
 
 def _store_portable(rows: BatchRows) -> Outcome:
@@ -281,6 +326,8 @@ def _store_portable(rows: BatchRows) -> Outcome:
                                for event in rows.events]).execute()
             add_usage(rows.site_id, rows.period, rows.shard, len(rows.events))
             visits.add(rows.visit())
+            visit_pages.add(rows.pages())
+            event_slots.add(rows.slots())
     return Outcome(True, len(rows.events))
 
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from app import keys, visits
+from app import keys, rollups
 from app.revenue.money import to_major_units
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.api_key import SERVER
@@ -242,7 +242,7 @@ def seed(data: Dataset) -> None:
         ).execute()
         CrawlHit.insert_many(data.crawl_hits).execute()
         IngestTally.insert_many(data.tallies).execute()
-        visits.rebuild()  # the visit rows ingest keeps: these rows are inserted past ingest
+        rollups.rebuild()  # the visit rows ingest keeps: these rows are inserted past ingest
 
 
 # --- The definitions, recomputed over the Python rows --------------------------------------

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app import visits
+from app import rollups
 from app.analytics import funnel
 from app.analytics.base import ArgumentError, Period, reading
 from app.analytics.filters import parse_filters
@@ -33,7 +33,7 @@ def row(site: Site, session: str | None, visitor: str | None, kind: str, at: dat
 def store(rows: list[dict[str, Any]]) -> None:
     with database.atomic():
         Event.insert_many(rows).execute()
-        visits.rebuild()  # rows written beside the store path
+        rollups.rebuild()  # rows written beside the store path
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from app import visits
+from app import rollups
 from models import Event, database
 from tests.helpers import site_with_events, tool_result
 
@@ -383,7 +383,7 @@ def test_the_time_limit_turns_into_a_tool_error(make_app, site):
     with app.app_context(), database.connection_context(), database.atomic():
         for start in range(0, len(filler), 1000):
             Event.insert_many(filler[start:start + 1000]).execute()
-        visits.rebuild()
+        rollups.rebuild()
     response = app.test_client().post("/api/mcp", headers=site.server_headers(), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query",
         "arguments": {**PERIOD, "metrics": ["visitors", "bounce_rate"],

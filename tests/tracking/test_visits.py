@@ -1,5 +1,6 @@
-"""The visit table (app.visits) as the store statements keep it: after any sequence of
-stored batches, its rows are exactly what `visits.rebuild()` derives from the stored events.
+"""The tables kept at ingest (app.visits, app.visit_pages, app.event_slots) as the store
+statements keep them: after any sequence of stored batches, their rows are exactly what
+`rollups.rebuild()` derives from the stored events (the quarter hours' summed over shards).
 Through HTTP on both databases; the group statement (PostgreSQL) through store.store_group.
 
 Event times are set by a clock standing in for the receive time (ingest.utcnow), so that two
@@ -10,12 +11,13 @@ from typing import Any
 
 import orjson
 import pytest
+from peewee import fn
 
-from app import visits
+from app import rollups, visit_pages, visits
 from app.tracking import ingest, store
 from app.tracking.quota import keeps_session, period_of, shard
 from app.visit.context import RequestContext
-from models import Event, Visit
+from models import Event, EventSlot, Visit, VisitPage
 from models.site import utcnow
 from tests.conftest import BACKEND
 from tests.helpers import db
@@ -81,16 +83,37 @@ def visit_table(app) -> list[dict[str, Any]]:
                 for row in Visit.select().order_by(Visit.site_id, Visit.session_id)]
 
 
-def assert_as_rebuilt(app) -> list[dict[str, Any]]:
-    """The visit rows the store statements merged equal those rebuilt from the events."""
-    merged = visit_table(app)
+def page_table(app) -> list[dict[str, Any]]:
     with db(app):
-        visits.rebuild()
-    rebuilt = visit_table(app)
-    assert merged == rebuilt, [
+        return [{column: getattr(row, column) for column in visit_pages.COLUMNS}
+                for row in VisitPage.select().order_by(VisitPage.site_id, VisitPage.session_id,
+                                                       VisitPage.page)]
+
+
+def slot_table(app) -> list[tuple[Any, ...]]:
+    """(site, slot, type, events, weight, top weight), the shards summed."""
+    with db(app):
+        return [(row.site_id, row.slot, row.type, int(row.events), float(row.weight),
+                 row.top_weight) for row in EventSlot.select(
+            EventSlot.site_id, EventSlot.slot, EventSlot.type,
+            fn.SUM(EventSlot.events).alias("events"), fn.SUM(EventSlot.weight).alias("weight"),
+            fn.MAX(EventSlot.top_weight).alias("top_weight"))
+            .group_by(EventSlot.site_id, EventSlot.slot, EventSlot.type)
+            .order_by(EventSlot.site_id, EventSlot.slot, EventSlot.type)]
+
+
+def assert_as_rebuilt(app) -> list[dict[str, Any]]:
+    """The visit, page and quarter-hour rows the store statements merged equal those rebuilt
+    from the events; the visit rows."""
+    merged = visit_table(app), page_table(app), slot_table(app)
+    with db(app):
+        rollups.rebuild()
+    rebuilt = visit_table(app), page_table(app), slot_table(app)
+    assert merged[0] == rebuilt[0], [
         {column: (m[column], r[column]) for column in visits.COLUMNS if m[column] != r[column]}
-        for m, r in zip(merged, rebuilt, strict=False)] or (merged, rebuilt)
-    return merged
+        for m, r in zip(merged[0], rebuilt[0], strict=False)] or (merged[0], rebuilt[0])
+    assert merged[1:] == rebuilt[1:]
+    return merged[0]
 
 
 def only_visit(app) -> dict[str, Any]:
@@ -118,6 +141,7 @@ def test_one_visit_by_hand(client, app, std_site, clock):
         "site_id": std_site.site.id, "session_id": "visit-1", "visitor": "anon-b",
         "started_at": t0 - timedelta(seconds=90), "ended_at": t1, "events": 6,
         "pageviews": 2, "interactions": 3, "weight": 1.0,
+        "heartbeats": 1.0, "uniform": False,  # anon-b, then anon-a
         "entry_at": t0 - timedelta(seconds=90), "entry_page": "/pricing",
         "source": "newsletter", "channel": "Email", "referrer": "https://mail.example/",
         "utm_source": "newsletter", "utm_medium": "email", "utm_campaign": None,
@@ -125,6 +149,43 @@ def test_one_visit_by_hand(client, app, std_site, clock):
         **dict(zip(("country", "device", "browser", "browser_version", "os", "os_version",
                     "language", "screen"), PHONE_CONTEXT, strict=True)),
         "exit_at": t1 - timedelta(milliseconds=1500), "exit_page": "/docs"}
+
+
+def test_one_visits_pages_and_quarter_hours_by_hand(client, app, std_site, clock):
+    """The same visit's page rows (app.visit_pages) and quarter-hour rows (app.event_slots)."""
+    t0 = clock.now
+    send(client, std_site, clock, t0, [
+        ("pageview", "/pricing?utm_source=x", t0 - timedelta(seconds=90)),
+        ("click", "/pricing", t0 - timedelta(seconds=80)),
+        ("scroll", "/pricing#plans", t0 - timedelta(seconds=70))], BROWSER_HEADERS,
+        anonymousId="anon-b")
+    t1 = t0 + timedelta(minutes=3)
+    send(client, std_site, clock, t1, [
+        ("pageview", "/docs", t1 - timedelta(milliseconds=1500)),
+        ("custom", "/docs", t1, {"name": "video"}), ("heartbeat", "/docs", t1)],
+        TABLET_HEADERS, anonymousId="anon-a")
+    assert_as_rebuilt(app)
+    site = std_site.site.id
+    assert page_table(app) == [
+        {"site_id": site, "session_id": "visit-1", "page": "/docs", "visitor": "anon-a",
+         "started_at": t1 - timedelta(milliseconds=1500), "ended_at": t1, "events": 3,
+         "pageviews": 1, "events_weight": 3.0, "pageviews_weight": 1.0, "weight": 1.0},
+        {"site_id": site, "session_id": "visit-1", "page": "/pricing", "visitor": "anon-b",
+         "started_at": t0 - timedelta(seconds=90), "ended_at": t0 - timedelta(seconds=70),
+         "events": 3, "pageviews": 1, "events_weight": 3.0, "pageviews_weight": 1.0,
+         "weight": 1.0}]
+    slots = slot_table(app)
+    by_type: dict[str, int] = {}
+    for _site, slot, kind, count, weight, top in slots:
+        assert slot.minute % 15 == 0 and (slot.second, slot.microsecond) == (0, 0)
+        assert (weight, top) == (count, 1.0)
+        by_type[kind] = by_type.get(kind, 0) + count
+    assert by_type == {"pageview": 2, "click": 1, "scroll": 1, "custom": 1, "heartbeat": 1}
+    with db(app):
+        for event in Event.select():
+            slot = event.occurred_at.replace(minute=event.occurred_at.minute // 15 * 15,
+                                             second=0, microsecond=0)
+            assert (site, slot, event.type) in {row[:3] for row in slots}
 
 
 # --- sequences of batches ----------------------------------------------------------------------
@@ -139,6 +200,7 @@ def test_a_visit_over_several_batches(client, app, std_site, clock):
     row = only_visit(app)
     assert (row["events"], row["pageviews"], row["interactions"]) == (8, 4, 4)
     assert (row["entry_page"], row["exit_page"]) == ("/page-0", "/page-3")
+    assert (row["uniform"], row["heartbeats"]) == (True, 0)
 
 
 def test_a_later_batch_with_an_earlier_page_view_becomes_the_entry(client, app, std_site, clock):
@@ -297,6 +359,10 @@ def test_the_weight_is_the_largest_of_the_visits_batches(make_app, make_site, mo
         "success": True, "count": 0, "sampled": True}
     row = only_visit(app)
     assert (row["session_id"], row["weight"], row["events"]) == (kept, 2.0, 3)
+    assert row["uniform"] is False  # weights 1, 1, then 2
+    (page,) = page_table(app)
+    assert (page["events"], page["events_weight"], page["pageviews_weight"], page["weight"]) == (
+        3, 4.0, 4.0, 2.0)
 
 
 def test_storage_free_batches_are_visits_of_their_derived_ids(client, app, std_site):

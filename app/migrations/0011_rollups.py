@@ -1,0 +1,52 @@
+"""Rollups kept at ingest for the agent's reads (issue 24): each visit's pages
+(models.VisitPage, app.visit_pages), events per quarter hour and type (models.EventSlot,
+app.event_slots), and two columns of the visit (heartbeats, uniform); derived here from the
+events already stored, reading the event table twice (bench/README.md gives the time at 10
+million events). Also:
+
+- visit_long replaces the index on (site_id, ended_at): only visits of a day or more are in
+  it, so finding the visits that cross an instant is an index range of the day before it plus
+  this small index, where the full index read every visit that ended later.
+- visit_irregular: the sessions that are no visit or carry more than one anonymous id or
+  weight (few), whose page rows the analytics correct with their visit row.
+- event_sessionless: the events without a session id (goals posted by a backend; few), which
+  the page rows do not hold; a partial index, so other events pay nothing for it.
+
+Run it, as every upgrade, before this version's workers start: the previous version's workers
+do not write the new tables.
+"""
+from peewee import BooleanField, FloatField, PostgresqlDatabase
+
+from app import rollups, visits
+from models import EventSlot, VisitPage
+
+LOCK_TIMEOUT = "5s"
+NEW_COLUMNS = (("heartbeats", FloatField(default=0)), ("uniform", BooleanField(default=True)))
+
+
+def up(migrator, db):
+    postgres = isinstance(db, PostgresqlDatabase)
+    if postgres:
+        db.execute_sql("SET LOCAL statement_timeout = 0")
+        db.execute_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    db.execute_sql("DELETE FROM visit")  # derived again below: no default to write on each row
+    present = {column.name for column in db.get_columns("visit")}
+    migrator.migrate(*(migrator.add_column("visit", name, field) for name, field in NEW_COLUMNS
+                       if name not in present))  # 0010 on a new database made them already
+    db.create_tables([VisitPage, EventSlot])
+    db.execute_sql("DROP INDEX IF EXISTS visit_site_id_ended_at")
+    db.execute_sql("CREATE INDEX visit_long ON visit (site_id, ended_at) "
+                   f"WHERE {visits.long_visit().sql}")
+    db.execute_sql("CREATE INDEX visit_irregular ON visit (site_id, started_at) "
+                   f"WHERE {visits.irregular().sql}")
+    db.execute_sql("CREATE INDEX event_sessionless ON event (site_id, occurred_at) "
+                   "WHERE session_id IS NULL")
+    rollups.rebuild()
+
+
+def down(migrator, db):
+    for index in ("visit_long", "visit_irregular", "event_sessionless"):
+        db.execute_sql(f"DROP INDEX IF EXISTS {index}")
+    db.execute_sql("CREATE INDEX visit_site_id_ended_at ON visit (site_id, ended_at)")
+    db.drop_tables([VisitPage, EventSlot])
+    migrator.migrate(*(migrator.drop_column("visit", name) for name, _ in NEW_COLUMNS))
