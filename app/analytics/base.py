@@ -1,8 +1,9 @@
 """What every query shares: the period, one read snapshot, weighted counts, the ranking engine."""
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from difflib import get_close_matches
@@ -162,6 +163,20 @@ class QueryTimeoutError(Exception):
     """A read ran past its statement time limit and was stopped."""
 
 
+_call_memo: ContextVar[dict[Hashable, Any] | None] = ContextVar("call_memo", default=None)
+
+
+def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
+    """`compute()`, once per key within one `reading` (one tool call, one snapshot): what
+    several statements of a call need, such as the visits across a period's edges."""
+    memo = _call_memo.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 @contextmanager
 def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     """One read-only transaction per tool call, so its statements see one snapshot.
@@ -171,8 +186,10 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     a statement_timeout. Peewee has no spelling for SET, hence the statements, PostgreSQL only.
     SQLite gets the `matches` filters' REGEXP function (sqlite_regexp) and the time
     limit as a progress handler that interrupts a statement once the deadline has passed.
-    A statement stopped by the limit raises QueryTimeoutError.
+    A statement stopped by the limit raises QueryTimeoutError. What `memoized` computes lives
+    as long as the transaction.
     """
+    memo = _call_memo.set({})
     try:
         with database.atomic():
             if is_postgres():
@@ -199,6 +216,8 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
         if _is_timeout(error):
             raise QueryTimeoutError(str(error)) from None
         raise
+    finally:
+        _call_memo.reset(memo)
 
 
 def _is_timeout(error: Exception) -> bool:

@@ -23,7 +23,7 @@ The statement, as CTEs:
 Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
 """
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
@@ -35,6 +35,7 @@ from app.analytics.base import (
     compare_period,
     fetch,
     is_sampled,
+    memoized,
     unknown,
     when,
 )
@@ -144,6 +145,55 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
             *[getattr(source, column).alias(column) for column in sorted(columns)]]
 
 
+@dataclass(frozen=True)
+class Edges:
+    """The sessions of a period that cross its first or last instant (a handful), as their
+    events in the period make them: their visit rows (app.visits.derived; without a page view
+    in the period a session is no visit there) and the condition on Event that reads those
+    events."""
+
+    visits: tuple[dict[str, Any], ...] = ()
+    events: Any = None
+
+    @property
+    def sessions(self) -> list[str]:
+        return [row["session_id"] for row in self.visits]
+
+
+def edges(site: Site, period: Period) -> Edges:
+    """The period's Edges, found once per tool call (base.memoized)."""
+    return memoized(("edges", site.id, period), lambda: _edges(site, period))
+
+
+def _crossing(site: Site, instant: datetime) -> list[tuple[str, datetime, datetime]]:
+    """(session, start, end) of the visits that began before `instant` and ended at or after
+    it: those that began within LONG_VISIT before it (an index range of the visits of a day),
+    and the long ones (the small partial index visit_long)."""
+    across = (Visit.site_id == site.id) & (Visit.started_at < instant) & (
+        Visit.ended_at >= instant)
+    columns = (Visit.session_id, Visit.started_at, Visit.ended_at)
+    recent = Visit.select(*columns).where(
+        across & (Visit.started_at >= instant - visits.LONG_VISIT))
+    long = Visit.select(*columns).where(across & visits.long_visit())
+    return list((recent | long).tuples())
+
+
+def _edges(site: Site, period: Period) -> Edges:
+    """Their events in the period lie after its start and before the last early visit's end,
+    or after the first late visit's start: two index ranges."""
+    crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
+    if not crossing:
+        return Edges()
+    early = [ended for _, started, ended in crossing if started < period.start]
+    late = [started for _, started, ended in crossing if ended >= period.end]
+    windows = [*([Event.occurred_at <= max(early)] if early else []),
+               *([Event.occurred_at >= min(late)] if late else [])]
+    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
+    events = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
+              & Event.session_id.in_(sorted({session for session, *_ in crossing})))
+    return Edges(tuple(fetch(visits.derived(events))), events)
+
+
 def visits_cte(site: Site, period: Period, columns: set[str],
                name: str = "visits") -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
@@ -151,21 +201,17 @@ def visits_cte(site: Site, period: Period, columns: set[str],
     `columns`, all from its events in the period (its first page view in the period for the
     entry values). A visit whose events all lie in the period is its visit table row
     (models.Visit, kept at ingest). The few that cross the period's first or last instant are
-    derived from their events in the period (app.visits.derived) before the statement,
-    found by an index range read, and enter it as a VALUES list: inlined as a subquery, that
-    derivation nested too deep for SQLite's parser inside a funnel's statement."""
+    derived from their events in the period (`edges`) and enter the statement as a VALUES
+    list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
+    funnel's statement."""
     inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
               & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
     whole = Visit.select(*_visit_values(Visit, columns)).where(inside)
-    crossing = list(Visit.select(Visit.session_id, Visit.started_at, Visit.ended_at).where(
-        (Visit.site_id == site.id) & (Visit.ended_at >= period.start)
-        & (Visit.started_at < period.end)
-        & ((Visit.started_at < period.start) | (Visit.ended_at >= period.end))).tuples())
-    edges = _edges(site, period, crossing)
-    if not edges:
+    crossing = [row for row in edges(site, period).visits if row["pageviews"]]
+    if not crossing:
         return [], whole.cte(name)
     names = [*EDGE_COLUMNS, *sorted(columns)]
-    derived = ValuesList([[row[column] for column in names] for row in edges]).cte(
+    derived = ValuesList([[row[column] for column in names] for row in crossing]).cte(
         f"{name}_edges", columns=names)
     clipped = Select([derived], _visit_values(derived.c, columns))
     return [derived], (whole + clipped).cte(name)
@@ -173,23 +219,6 @@ def visits_cte(site: Site, period: Period, columns: set[str],
 
 EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",
                 "interactions")
-
-
-def _edges(site: Site, period: Period,
-           crossing: list[tuple[str, Any, Any]]) -> list[dict[str, Any]]:
-    """The visits of `crossing` (session, start, end) as their events in the period make them,
-    those with a page view there. Their events in the period lie after its start and before
-    the last early visit's end, or after the first late visit's start: two index ranges."""
-    if not crossing:
-        return []
-    early = [ended for _, started, ended in crossing if started < period.start]
-    late = [started for _, started, ended in crossing if ended >= period.end]
-    windows = [*([Event.occurred_at <= max(early)] if early else []),
-               *([Event.occurred_at >= min(late)] if late else [])]
-    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
-    scope = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
-             & Event.session_id.in_([session for session, *_ in crossing]))
-    return [row for row in fetch(visits.derived(scope)) if row["pageviews"]]
 
 
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
