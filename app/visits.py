@@ -202,5 +202,8 @@ def _rebuild_scope(site_id: int | None, session_ids: list[str] | None) -> int:
                                      (VisitPage, visit_pages.COLUMNS,
                                       visit_pages.derived(scope))):
             model.delete().where(tables[model]).execute()
-            model.insert_from(rows, [model._meta.fields[column] for column in columns]).execute()
+            # in the order ingest writes them, so that a period's rows lie together
+            ordered = Select([rows.alias("rows")], [SQL("*")]).order_by(SQL('"started_at"'))
+            model.insert_from(ordered, [model._meta.fields[column]
+                                        for column in columns]).execute()
     return Visit.select().where(tables[Visit]).count()

@@ -23,33 +23,33 @@ The statement, as CTEs:
 Weights: an event weighs its `weight`; a visit (a visitor) its largest weight.
 """
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
-from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
+from peewee import JOIN, SQL, Case, EnclosedNodeList, NodeList, Select, Value, fn
 
-from app import visits
 from app.analytics.base import (
     ArgumentError,
     Period,
     compare_period,
     fetch,
     is_sampled,
-    memoized,
     unknown,
     when,
 )
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
+from app.analytics.period_rows import pages_cte, slot_rows, slots_cover, visits_cte
 from app.analytics.vocabulary import (
     RATES,
     Dimension,
     Row,
     dimension,
     metric,
-    seconds_between,
 )
+from app.db import is_postgres
 from app.fields import whole_number
-from models import Event, Site, Visit
+from models import Event, EventSlot, Site
+from models.visit_page import NO_PAGE
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
 MAX_LIMIT, DEFAULT_LIMIT = 1000, 100
@@ -60,6 +60,10 @@ EVENT_METRICS = frozenset({"events", "pageviews"})
 VISIT_METRICS = frozenset({"visitors", "visits", "bounce_rate", "views_per_visit",
                            "visit_duration", "conversion_rate", "percentage"})
 GOAL = "event:goal"
+PAGE = "event:page"
+TYPE = "event:type"
+# what one row per (visit, page) answers (app.analytics.period_rows.pages_cte)
+PAGE_METRICS = frozenset({"visitors", "visits", "pageviews", "events", "percentage"})
 
 
 @dataclass(frozen=True)
@@ -134,93 +138,6 @@ def parse_query(arguments: dict[str, Any]) -> Query:
 
 # --- SQL -----------------------------------------------------------------------------------
 
-def _visit_values(source: Any, columns: set[str]) -> list[Any]:
-    """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
-    bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
-    return [source.session_id, source.visitor, source.weight.alias("w"),
-            # named as the event's time: time:* buckets a visit by its first event
-            source.started_at.alias("occurred_at"),
-            source.pageviews.alias("views"), bounced.alias("bounced"),
-            seconds_between(source.started_at, source.ended_at).alias("duration"),
-            *[getattr(source, column).alias(column) for column in sorted(columns)]]
-
-
-@dataclass(frozen=True)
-class Edges:
-    """The sessions of a period that cross its first or last instant (a handful), as their
-    events in the period make them: their visit rows (app.visits.derived; without a page view
-    in the period a session is no visit there) and the condition on Event that reads those
-    events."""
-
-    visits: tuple[dict[str, Any], ...] = ()
-    events: Any = None
-
-    @property
-    def sessions(self) -> list[str]:
-        return [row["session_id"] for row in self.visits]
-
-
-def edges(site: Site, period: Period) -> Edges:
-    """The period's Edges, found once per tool call (base.memoized)."""
-    return memoized(("edges", site.id, period), lambda: _edges(site, period))
-
-
-def _crossing(site: Site, instant: datetime) -> list[tuple[str, datetime, datetime]]:
-    """(session, start, end) of the visits that began before `instant` and ended at or after
-    it: those that began within LONG_VISIT before it (an index range of the visits of a day),
-    and the long ones (the small partial index visit_long)."""
-    across = (Visit.site_id == site.id) & (Visit.started_at < instant) & (
-        Visit.ended_at >= instant)
-    columns = (Visit.session_id, Visit.started_at, Visit.ended_at)
-    recent = Visit.select(*columns).where(
-        across & (Visit.started_at >= instant - visits.LONG_VISIT))
-    long = Visit.select(*columns).where(across & visits.long_visit())
-    return list((recent | long).tuples())
-
-
-def _edges(site: Site, period: Period) -> Edges:
-    """Their events in the period lie after its start and before the last early visit's end,
-    or after the first late visit's start: two index ranges."""
-    crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
-    if not crossing:
-        return Edges()
-    early = [ended for _, started, ended in crossing if started < period.start]
-    late = [started for _, started, ended in crossing if ended >= period.end]
-    windows = [*([Event.occurred_at <= max(early)] if early else []),
-               *([Event.occurred_at >= min(late)] if late else [])]
-    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
-    events = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
-              & Event.session_id.in_(sorted({session for session, *_ in crossing})))
-    return Edges(tuple(fetch(visits.derived(events))), events)
-
-
-def visits_cte(site: Site, period: Period, columns: set[str],
-               name: str = "visits") -> tuple[list[Any], Any]:
-    """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
-    view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
-    `columns`, all from its events in the period (its first page view in the period for the
-    entry values). A visit whose events all lie in the period is its visit table row
-    (models.Visit, kept at ingest). The few that cross the period's first or last instant are
-    derived from their events in the period (`edges`) and enter the statement as a VALUES
-    list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
-    funnel's statement."""
-    inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
-              & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
-    whole = Visit.select(*_visit_values(Visit, columns)).where(inside)
-    crossing = [row for row in edges(site, period).visits if row["pageviews"]]
-    if not crossing:
-        return [], whole.cte(name)
-    names = [*EDGE_COLUMNS, *sorted(columns)]
-    derived = ValuesList([[row[column] for column in names] for row in crossing]).cte(
-        f"{name}_edges", columns=names)
-    clipped = Select([derived], _visit_values(derived.c, columns))
-    return [derived], (whole + clipped).cte(name)
-
-
-EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",
-                "interactions")
-
-
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
     """The session ids of the visits of `period` whose visit:* values satisfy `filters`
     (visit filters only, as parse_filters(..., visit_only=True) gives)."""
@@ -262,6 +179,83 @@ def _visit_figures(visits: Any) -> list[Any]:
             v.bounced.alias("bounced"), v.views.alias("vpv"), v.duration.alias("vdur")]
 
 
+def _is_pageviews(node: Any) -> bool:
+    """`["is", "event:type", ["pageview"]]`: the page views alone."""
+    return isinstance(node, Leaf) and node.dimension.name == TYPE and node.op == "is" \
+        and node.values == ("pageview",)
+
+
+def _page_plan_fits(query: Query, dimensions: tuple[Dimension, ...], keep: Any) -> bool:
+    """Whether one row per (visit, page) answers the query: event:page as its dimension or
+    filter and nothing else (but a top-level page-views-only filter), and metrics that need
+    no more of the visit than whether it is one, its visitor and its weight."""
+    kept = [node for node in query.filters
+            if not _is_pageviews(node) and any(keep(leaf) for leaf in leaves((node,)))]
+    on_pages = all(leaf.dimension.name == PAGE for leaf in leaves(tuple(kept)))
+    return (set(query.metrics) <= PAGE_METRICS and on_pages
+            and all(d.name == PAGE for d in dimensions) and bool(dimensions or kept))
+
+
+def _page_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
+               keep: Any) -> _Plan:
+    """The rows of the visit pages (period_rows.pages_cte): by page they are the rows
+    already, one per (page, session); without a dimension, summed per session."""
+    built, pages = pages_cte(site, period)
+    c = pages.c
+    row = Row(None, None, period, page=fn.NULLIF(c.page, NO_PAGE))
+    views_only = any(_is_pageviews(node) and keep(node) for node in query.filters)
+    where = compile_filters(tuple(node for node in query.filters if not _is_pageviews(node)),
+                            row, keep)
+    if views_only:  # the page views alone: a visit counts where it viewed the page
+        where = (c.views > 0) if where is None else where & (c.views > 0)
+    events, stored = (c.pageviews, c.views) if views_only else (c.events, c.stored)
+    figures = [c.visitor, c.w.alias("vw"), *[Value(0).alias(name)
+                                             for name in ("bounced", "vpv", "vdur")]]
+    if dimensions:
+        selected = Select([pages], [dimensions[0].sql(row).alias("d0"),
+                                    events.alias("events"), stored.alias("stored"),
+                                    c.pageviews, c.sampled, c.vid, *figures])
+    else:
+        selected = Select([pages], [
+            fn.SUM(events).alias("events"), fn.SUM(stored).alias("stored"),
+            fn.SUM(c.pageviews).alias("pageviews"), fn.MAX(c.sampled).alias("sampled"),
+            fn.MAX(c.vid).alias("vid"), fn.MAX(c.visitor).alias("visitor"),
+            fn.MAX(c.w).alias("vw"), *[Value(0).alias(name) for name in
+                                        ("bounced", "vpv", "vdur")]]).group_by(c.sid)
+    if where is not None:
+        selected = selected.where(where)
+    selected = selected.cte("selected")
+    return _Plan([*built, pages, selected], selected, True)
+
+
+def _slot_fits(period: Period, dimensions: tuple[Dimension, ...], filters: Filters,
+               keep: Any) -> bool:
+    """Whether the quarter-hour counts (models.EventSlot) answer the events' sums: time:*
+    and event:type alone, over a period of whole quarter hours."""
+    return (all(d.kind == "time" or d.name == TYPE for d in dimensions)
+            and all(leaf.dimension.name == TYPE for leaf in leaves(filters) if keep(leaf))
+            and slots_cover(period))
+
+
+def _slot_sums(site: Site, period: Period, dimensions: tuple[Dimension, ...],
+               filters: Filters, keep: Any, views_only: bool) -> Select:
+    """The events' sums per row of `dimensions` from the quarter-hour counts (_slot_fits)."""
+    row = Row(EventSlot, None, period, time=EventSlot.slot)
+    where = slot_rows(site, period)
+    condition = compile_filters(filters, row, keep)
+    if condition is not None:
+        where &= condition
+    if views_only:
+        where &= EventSlot.type == "pageview"
+    keys = [f"d{index}" for index in range(len(dimensions))]
+    return (EventSlot.select(
+        *[d.sql(row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
+        fn.SUM(EventSlot.weight).alias("events"), fn.SUM(EventSlot.events).alias("stored"),
+        fn.SUM(when(EventSlot.type == "pageview", EventSlot.weight)).alias("pageviews"),
+        fn.MAX(is_sampled(EventSlot.top_weight)).alias("sampled"))
+        .where(where).group_by(*[SQL(f'"{key}"') for key in keys]))
+
+
 def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
           keep: Any, rows_only: bool) -> _Plan:
     filters = query.filters
@@ -273,6 +267,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     event_filtered = any(keep(leaf) and leaf.dimension.kind != "visit"
                          for leaf in leaves(filters))
     event_sums_wanted = bool(EVENT_METRICS & set(query.metrics))
+    views_only = "events" not in query.metrics  # page views alone: 1/5 of the rows
+    if _page_plan_fits(query, dimensions, keep):
+        return _page_plan(site, period, query, dimensions, keep)
+    if not needs_visits and _slot_fits(period, dimensions, filters, keep):
+        sums = _slot_sums(site, period, dimensions, filters, keep, False).cte("selected")
+        return _Plan([sums], sums, False)
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
     built, visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
         if needs_visits else ([], None)
@@ -292,9 +292,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         ctes = [*built, visits, selected]
         event_totals = None
         if event_sums_wanted:
-            if "events" not in query.metrics:  # page views alone: an index range, 1/5 of rows
-                scope &= Event.type == "pageview"
-            event_totals = Event.select(*_event_sums()).where(scope).cte("event_totals")
+            if _slot_fits(period, (), (), keep):
+                event_totals = _slot_sums(site, period, (), (), keep, views_only)
+            else:
+                event_totals = Event.select(*_event_sums()).where(
+                    scope & (Event.type == "pageview") if views_only else scope)
+            event_totals = event_totals.cte("event_totals")
             ctes.append(event_totals)
         return _Plan(ctes, selected, True, True, event_totals)
     mixed = any(len(kinds((node,))) > 1 for node in filters)
@@ -307,8 +310,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     if rows_only and any(d.name == GOAL for d in dimensions):
         where &= Event.type == "goal"  # event:goal rows are the goals; totals come apart
     if visits is not None and any(d.kind == "time" for d in dimensions):
+        slots = None
+        if visit_condition is None and not mixed and _slot_fits(period, dimensions, filters,
+                                                                keep):
+            slots = _slot_sums(site, period, dimensions, filters, keep, views_only)
         return _time_plan(query, dimensions, built, visits, visit_condition, where,
-                          event_filtered, mixed, period)
+                          event_filtered, mixed, period, slots)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
     # sums: a visit's columns are the same on all its events. A filter node that mixes visit
     # and event dimensions (an `or` across both) needs the visit on each event instead.
@@ -346,11 +353,11 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
 
 def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any], visits: Any,
                visit_condition: Any, where: Any, event_filtered: bool, mixed: bool,
-               period: Period) -> _Plan:
+               period: Period, slots: Select | None) -> _Plan:
     """With a time:* dimension and visit figures: a visit counts in the bucket of its first
     event in the period (when it has a selected event), an event in the bucket of its own
     time, so the two are summed apart: the visits per (dimension values, session), the
-    events per dimension values."""
+    events per dimension values (`slots`, when the quarter-hour counts answer them)."""
     keys = [f"d{index}" for index in range(len(dimensions))]
     at_start = Row(visits.c, visits.c, period)  # time:* reads the visit's start
     event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
@@ -381,7 +388,10 @@ def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any]
     selected = (source.where(filtering) if filtering is not None else source).cte("selected")
     ctes.append(selected)
     event_rows = None
-    if EVENT_METRICS & set(query.metrics):
+    if EVENT_METRICS & set(query.metrics) and slots is not None:
+        event_rows = slots.cte("event_rows")
+        ctes.append(event_rows)
+    elif EVENT_METRICS & set(query.metrics):
         # visit:* dimensions and filters: the events of the counted visits only
         joined = any(d.kind == "visit" for d in dimensions) or visit_condition is not None
         at_event = Row(Event, visits.c if joined or mixed else None, period)
@@ -400,89 +410,117 @@ def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any]
     return _Plan(ctes, selected, True, True, None, event_rows)
 
 
+# The sums each metric reads (_figures); the others are left at 0.
+NEEDS = {"visitors": {"visitors"}, "percentage": {"visitors"}, "visits": {"visits"},
+         "bounce_rate": {"visits", "bounces"}, "views_per_visit": {"visits", "views"},
+         "visit_duration": {"visits", "duration"}, "conversion_rate": {"visits"},
+         "pageviews": {"pageviews"}, "events": {"events", "stored"}}
+
+
 def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
                filters_keep: Any = None, rows_only: bool = False) -> Select:
     """Per row of `dimensions` (and, unless `rows_only`, over everything: the totals): the
-    SUMS, `sampled` and `total_rows`."""
+    SUMS the metrics need, `sampled` and `total_rows`.
+
+    `selected` has one row per (dimension values, session): a visit's figures are on each of
+    its rows once. Visitors need one aggregate per (row, visitor) first, for the visitor's
+    weight, summed per row by a second; the other sums need one aggregate per row. When the
+    rows are the visits, PostgreSQL computes rows and totals in one pass (GROUPING SETS);
+    otherwise, and on SQLite (which has none), they are two aggregates over the same rows."""
     keep = filters_keep or (lambda _leaf: True)
     plan = _plan(site, period, query, dimensions, keep, rows_only)
     keys = [f"d{index}" for index in range(len(dimensions))]
+    needed = set().union(*(NEEDS[name] for name in query.metrics))
     ctes = list(plan.ctes)
     selected = plan.selected
     s = selected.c
+    by_visitor = plan.has_visits and "visitors" in needed
+    in_visit = s.vid.is_null(False) if plan.has_visits else None
+    sums = {} if plan.visit_rows else {name: fn.SUM(getattr(s, name)) for name in
+                                       ("events", "stored", "pageviews") if name in needed}
+    if plan.has_visits:
+        for name, value in (("visits", s.vw), ("bounces", s.bounced * s.vw),
+                            ("views", s.vpv * s.vw), ("duration", s.vdur * s.vw)):
+            if name in needed:
+                sums[name] = fn.SUM(Case(None, [(in_visit, value)], 0))
+    if by_visitor:
+        sums["w"] = fn.MAX(Case(None, [(in_visit, s.vw)]))
 
-    def branch(grand: int) -> Any:
-        """The sums per row of the dimensions (grand 0) or over everything (grand 1, the
-        totals), from the same `selected` rows, so one statement reads the table once."""
-        names = keys if grand == 0 else []
-        suffix = "_rows" if grand == 0 else "_all"
-        # event:goal rows are the goals: no row for the events that are not one
-        # and a visit:* dimension splits visits: events outside any visit are in no row
-        def goals_only(source: Any) -> Any:
-            condition: Any = True
-            for key, d in zip(keys, dimensions, strict=True):
-                if grand == 0 and d.name == GOAL:
-                    condition &= getattr(source.c, key).is_null(False)
-            return condition
+    def goals_only(source: Any) -> Any:
+        """event:goal rows are the goals: no row for the events that are not one."""
+        condition: Any = True
+        for key, d in zip(keys, dimensions, strict=True):
+            if d.name == GOAL:
+                condition &= getattr(source.c, key).is_null(False)
+        return condition
 
-        in_rows: Any = goals_only(selected)
-        if grand == 0 and any(d.kind == "visit" for d in dimensions):
-            in_rows &= s.vid.is_null(False)
+    def first(grand: int) -> Select:
+        """The first aggregate of `selected`, per row (grand 0) or over everything (1)."""
+        columns = [getattr(s, key) for key in keys] if grand == 0 else []
+        where: Any = True
+        if grand == 0:
+            where = goals_only(selected)
+            if any(d.kind == "visit" for d in dimensions):  # events outside visits: no row
+                where &= in_visit
+        groups = [*columns, *([s.visitor] if by_visitor else [])]
+        found = Select([selected], [
+            Value(grand).alias("grand"), *(columns or [Value(None).alias(key) for key in keys]),
+            *([s.visitor] if by_visitor else []),
+            *[total.alias(name) for name, total in sums.items()],
+            fn.MAX(s.sampled).alias("sampled")]).where(where)
+        return found.group_by(*groups) if groups else found
 
-        def part(source: Any, sums: dict[str, Any], sampled: Any, where: Any = True) -> Select:
-            c = source.c
-            columns = [getattr(c, key) for key in names]
-            found = Select([source], [
-                Value(grand).alias("grand"),
-                *(columns or [Value(None).alias(key) for key in keys]),
-                *[sums.get(name, Value(0)).alias(name) for name in SUMS],
-                sampled.alias("sampled")]).where(where)
-            return found.group_by(*columns) if columns else found
+    def first_in_one_pass() -> Select:
+        """Both levels at once: the rows are visits, every one in a row (PostgreSQL)."""
+        columns = [getattr(s, key) for key in keys]
+        visitor = [s.visitor] if by_visitor else []
+        sets = EnclosedNodeList([EnclosedNodeList([*columns, *visitor]),
+                                 EnclosedNodeList(visitor)])
+        return Select([selected], [
+            fn.GROUPING(columns[0]).alias("grand"), *columns, *visitor,
+            *[total.alias(name) for name, total in sums.items()],
+            fn.MAX(s.sampled).alias("sampled")]).group_by(
+            NodeList((SQL("GROUPING SETS"), sets)))
 
-        event_sums = {} if plan.visit_rows else {
-            "events": fn.SUM(s.events), "stored": fn.SUM(s.stored),
-            "pageviews": fn.SUM(s.pageviews)}
-        if not plan.has_visits:
-            return part(selected, event_sums, fn.MAX(s.sampled), in_rows)
-        # `selected` has one row per (dimension values, session): a visit's figures are on
-        # each of its rows once, so one aggregate per (row, visitor) sums events and visits
-        # and finds the visitor's weight, and the outer one sums those per row.
-        in_visit = s.vid.is_null(False)
-
-        def of_visits(value: Any) -> Any:
-            return fn.SUM(Case(None, [(in_visit, value)], 0))
-
-        columns = [getattr(s, key) for key in names]
-        per_visitor = (Select([selected], [
-            *columns, s.visitor, *[total.alias(name) for name, total in event_sums.items()],
-            of_visits(s.vw).alias("visits"), of_visits(s.bounced * s.vw).alias("bounces"),
-            of_visits(s.vpv * s.vw).alias("views"), of_visits(s.vdur * s.vw).alias("duration"),
-            fn.MAX(Case(None, [(in_visit, s.vw)])).alias("w"),
-            fn.MAX(s.sampled).alias("sampled")])
-            .where(in_rows).group_by(*columns, s.visitor).cte("per_visitor" + suffix))
-        ctes.append(per_visitor)
-        v = per_visitor.c
-        parts = part(per_visitor, {
-            **{name: fn.SUM(getattr(v, name))
-               for name in (*event_sums, "visits", "bounces", "views", "duration")},
-            "visitors": fn.SUM(Case(None, [(v.visitor.is_null(False), v.w)], 0))},
-            fn.MAX(v.sampled))
-        if grand == 1 and plan.event_totals is not None:
-            t = plan.event_totals.c
-            parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
-                                              "pageviews": t.pageviews}, t.sampled)
-        if grand == 0 and plan.event_rows is not None:
-            r = plan.event_rows.c
-            parts += part(plan.event_rows, {"events": fn.SUM(r.events),
-                                            "stored": fn.SUM(r.stored),
-                                            "pageviews": fn.SUM(r.pageviews)}, fn.MAX(r.sampled),
-                          goals_only(plan.event_rows))
-        return parts
-
-    if rows_only:
-        combined = branch(0).cte("parts")
+    grands = [0] if rows_only else [0, 1] if keys else [1]
+    if len(grands) == 2 and plan.visit_rows and is_postgres():
+        aggregate = first_in_one_pass()
     else:
-        combined = (branch(0) + branch(1) if keys else branch(1)).cte("parts")
+        aggregate = first(grands[0])
+        for grand in grands[1:]:
+            aggregate += first(grand)
+    aggregate = aggregate.cte("first")
+    ctes.append(aggregate)
+    a = aggregate.c
+
+    def part(source: Any, totals: dict[str, Any], sampled: Any, where: Any = True,
+             grand: Any = None) -> Select:
+        c = source.c
+        columns = [getattr(c, key) for key in keys]
+        return Select([source], [
+            (c.grand if grand is None else Value(grand)).alias("grand"),
+            *(columns if grand != 1 else [Value(None).alias(key) for key in keys]),
+            *[totals.get(name, Value(0)).alias(name) for name in SUMS],
+            sampled.alias("sampled")]).where(where)
+
+    if by_visitor:  # per row, the visitors' sums
+        parts = part(aggregate, {
+            **{name: fn.SUM(getattr(a, name)) for name in sums if name != "w"},
+            "visitors": fn.SUM(Case(None, [(a.visitor.is_null(False), a.w)], 0))},
+            fn.MAX(a.sampled)).group_by(a.grand, *[getattr(a, key) for key in keys])
+    else:
+        parts = part(aggregate, {name: getattr(a, name) for name in sums}, a.sampled)
+    if 1 in grands and plan.event_totals is not None:
+        t = plan.event_totals.c
+        parts += part(plan.event_totals, {"events": t.events, "stored": t.stored,
+                                          "pageviews": t.pageviews}, t.sampled, grand=1)
+    if 0 in grands and plan.event_rows is not None:
+        r = plan.event_rows.c
+        parts += part(plan.event_rows, {"events": fn.SUM(r.events), "stored": fn.SUM(r.stored),
+                                        "pageviews": fn.SUM(r.pageviews)}, fn.MAX(r.sampled),
+                      goals_only(plan.event_rows), grand=0).group_by(
+            *[getattr(r, key) for key in keys])
+    combined = parts.cte("parts")
     ctes.append(combined)
     c = combined.c
     groups = [c.grand, *[getattr(c, key) for key in keys]]
@@ -504,10 +542,14 @@ def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dim
     a statement of their own, which without event filters reads only the visit table."""
     if any(d.kind != "visit" for d in dimensions):
         rows = fetch(_statement(site, period, query, dimensions, filters_keep, rows_only=True))
-        totals = fetch(_statement(site, period, query, (), filters_keep))
-        return rows, totals[0]
-    found = fetch(_statement(site, period, query, dimensions, filters_keep))
-    return [row for row in found if row["grand"] == 0], found[0]
+        found = rows + fetch(_statement(site, period, query, (), filters_keep))
+    else:
+        found = fetch(_statement(site, period, query, dimensions, filters_keep))
+    totals = [row for row in found if row["grand"] == 1]
+    return [row for row in found if row["grand"] == 0], totals[0] if totals else NOTHING
+
+
+NOTHING = {"grand": 1, **dict.fromkeys(SUMS, 0), "sampled": 0, "total_rows": 0}  # no rows
 
 
 # --- Figures -------------------------------------------------------------------------------

@@ -49,11 +49,15 @@ RATES = frozenset({"bounce_rate", "conversion_rate"})  # compared in points, not
 
 @dataclass(frozen=True)
 class Row:
-    """Where a dimension's SQL reads: the selected event, and the visits CTE's columns."""
+    """Where a dimension's SQL reads: the selected event, and the visits CTE's columns; or,
+    reading rows kept at ingest in the events' place, their page (`page`, for event:page)
+    and time (`time`, for time:*) columns."""
 
     event: Any
     visit: Any
     period: Period
+    page: Any = None
+    time: Any = None
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,8 @@ def _time(unit: str, what: str) -> Dimension:
                                      f"{'' if unit != 'week' else ' (its Monday)'} in the site's "
                                      "time zone: an event's own, a visit's first event's in the "
                                      "period.", "time",
-                     lambda row: time_bucket(unit, row.event.occurred_at, row.period))
+                     lambda row: time_bucket(unit, row.event.occurred_at if row.time is None
+                                             else row.time, row.period))
 
 
 def _event(name: str, definition: str, sql: Callable[[Any], ColumnBase]) -> Dimension:
@@ -160,7 +165,8 @@ def _visit(name: str, definition: str) -> Dimension:
 
 
 DIMENSIONS = {dimension.name: dimension for dimension in (
-    _event("page", "The event's page path (no query string).", page_path),
+    Dimension("event:page", "The event's page path (no query string).", "event",
+              lambda row: page_path(row.event) if row.page is None else row.page),
     _event("hostname", "The event's page host, without www.", hostname),
     _event("type", "The event type: pageview, click, form_submit, scroll, performance, custom, "
                    "goal, error, heartbeat.", lambda e: e.type),

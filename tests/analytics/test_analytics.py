@@ -775,6 +775,7 @@ def test_default_period_is_the_last_30_days(app, make_site):
     with app.app_context(), database.connection_context():
         Event.insert_many([_event(fresh.site.id, "s", "v", "pageview", now - timedelta(days=d))
                            for d in (0, 29, 30)]).execute()
+        rollups.rebuild()
     response = app.test_client().post("/api/mcp", headers=fresh.server_headers(), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "count_events", "arguments": {}}})

@@ -1,0 +1,194 @@
+"""The rows the `query` compiler reads for a period, exactly as DESIGN.md defines them, from
+the tables kept at ingest instead of the events where they can answer:
+
+- visits (models.Visit): one row per visit of the period (`visits_cte`);
+- visit pages (models.VisitPage): one row per (visit, page) of the period (`pages_cte`);
+- quarter hours (models.EventSlot): events per quarter hour and type (`slot_rows`).
+
+A kept row covers a session's events whatever their time; the few sessions that cross the
+period's first or last instant (`Edges`) are derived from their events in the period instead,
+and enter the statement as VALUES lists: inlined as subqueries, those derivations nested too
+deep for SQLite's parser inside a funnel's statement.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
+
+from app import event_slots, visit_pages, visits
+from app.analytics.base import Period, fetch, is_sampled, memoized, when
+from app.analytics.vocabulary import offset_changes, seconds_between
+from models import Event, EventSlot, Site, Visit, VisitPage
+
+
+def _visit_values(source: Any, columns: set[str]) -> list[Any]:
+    """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
+    bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
+    return [source.session_id, source.visitor, source.weight.alias("w"),
+            # named as the event's time: time:* buckets a visit by its first event
+            source.started_at.alias("occurred_at"),
+            source.pageviews.alias("views"), bounced.alias("bounced"),
+            seconds_between(source.started_at, source.ended_at).alias("duration"),
+            *[getattr(source, column).alias(column) for column in sorted(columns)]]
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The sessions of a period that cross its first or last instant (a handful), as their
+    events in the period make them: their visit rows (app.visits.derived; without a page view
+    in the period a session is no visit there) and the condition on Event that reads those
+    events."""
+
+    visits: tuple[dict[str, Any], ...] = ()
+    events: Any = None
+
+    @property
+    def sessions(self) -> list[str]:
+        return [row["session_id"] for row in self.visits]
+
+
+def edges(site: Site, period: Period) -> Edges:
+    """The period's Edges, found once per tool call (base.memoized)."""
+    return memoized(("edges", site.id, period), lambda: _edges(site, period))
+
+
+def _crossing(site: Site, instant: datetime) -> list[tuple[str, datetime, datetime]]:
+    """(session, start, end) of the visits that began before `instant` and ended at or after
+    it: those that began within LONG_VISIT before it (an index range of the visits of a day),
+    and the long ones (the small partial index visit_long)."""
+    across = (Visit.site_id == site.id) & (Visit.started_at < instant) & (
+        Visit.ended_at >= instant)
+    columns = (Visit.session_id, Visit.started_at, Visit.ended_at)
+    recent = Visit.select(*columns).where(
+        across & (Visit.started_at >= instant - visits.LONG_VISIT))
+    long = Visit.select(*columns).where(across & visits.long_visit())
+    return list((recent | long).tuples())
+
+
+def _edges(site: Site, period: Period) -> Edges:
+    """Their events in the period lie after its start and before the last early visit's end,
+    or after the first late visit's start: two index ranges."""
+    crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
+    if not crossing:
+        return Edges()
+    early = [ended for _, started, ended in crossing if started < period.start]
+    late = [started for _, started, ended in crossing if ended >= period.end]
+    windows = [*([Event.occurred_at <= max(early)] if early else []),
+               *([Event.occurred_at >= min(late)] if late else [])]
+    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
+    events = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
+              & Event.session_id.in_(sorted({session for session, *_ in crossing})))
+    return Edges(tuple(fetch(visits.derived(events))), events)
+
+
+def visits_cte(site: Site, period: Period, columns: set[str],
+               name: str = "visits") -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
+    view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
+    `columns`, all from its events in the period (its first page view in the period for the
+    entry values). A visit whose events all lie in the period is its visit table row
+    (models.Visit, kept at ingest). The few that cross the period's first or last instant are
+    derived from their events in the period (`edges`) and enter the statement as a VALUES
+    list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
+    funnel's statement."""
+    inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
+              & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
+    whole = Visit.select(*_visit_values(Visit, columns)).where(inside)
+    crossing = [row for row in edges(site, period).visits if row["pageviews"]]
+    if not crossing:
+        return [], whole.cte(name)
+    names = [*EDGE_COLUMNS, *sorted(columns)]
+    derived = ValuesList([[row[column] for column in names] for row in crossing]).cte(
+        f"{name}_edges", columns=names)
+    clipped = Select([derived], _visit_values(derived.c, columns))
+    return [derived], (whole + clipped).cte(name)
+
+
+EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",
+                "interactions")
+
+
+
+PAGE_COLUMNS = ("page", "sid", "events", "stored", "pageviews", "views", "sampled", "visitor",
+                "w", "vid")
+
+
+def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of one row per (session, page) of the period's events, and
+    one per page for the events without a session: PAGE_COLUMNS, the page as the `page`
+    column holds it (NO_PAGE for none), the events' sums (weighted; `stored` and `views`, the
+    page views, unweighted) and the session's visit: its visitor, its largest weight `w`,
+    and `vid`, the session id when the session is a visit of the period (has a page view in
+    it), else NULL.
+
+    A session inside the period has its page rows as kept (models.VisitPage), whose visitor and
+    weight are its visit's, unless the session is irregular (the partial index
+    visit_irregular: several anonymous ids or weights, or no page view): those few take them
+    from their visit row. A session across an edge is derived from its events in the period
+    (`edges`); the events without a session come from the event table (the partial index
+    event_sessionless), as the page rows do not hold them."""
+    edge = edges(site, period)
+    irregular = (Visit.select(Visit.session_id, Visit.visitor, Visit.weight, Visit.pageviews)
+                 .where((Visit.site_id == site.id) & (Visit.started_at >= period.start)
+                        & (Visit.ended_at < period.end) & visits.irregular())
+                 .cte(f"{name}_irregular"))
+    i, p = irregular.c, VisitPage
+    kept = i.session_id.is_null()
+    inside = (p.select(p.page, p.session_id.alias("sid"), p.events_weight.alias("events"),
+                       p.events.alias("stored"), p.pageviews_weight.alias("pageviews"),
+                       p.pageviews.alias("views"), is_sampled(p.weight).alias("sampled"),
+                       Case(None, [(kept, p.visitor)], i.visitor).alias("visitor"),
+                       Case(None, [(kept, p.weight)], i.weight).alias("w"),
+                       Case(None, [(kept | (i.pageviews > 0), p.session_id)]).alias("vid"))
+              .join(irregular, JOIN.LEFT_OUTER, on=(i.session_id == p.session_id))
+              .where((p.site_id == site.id) & (p.started_at >= period.start)
+                     & (p.ended_at < period.end)))
+    ctes = [irregular]
+    rows = inside
+    if edge.visits:
+        rows = rows.where(p.session_id.not_in(edge.sessions))
+        across = ValuesList(_edge_pages(edge)).cte(f"{name}_edges", columns=PAGE_COLUMNS)
+        rows += Select([across], [getattr(across.c, column) for column in PAGE_COLUMNS])
+        ctes.append(across)
+    page = visit_pages.page_key(Event).alias("page")
+    rows += (Event.select(page, Value(None).alias("sid"),
+                          fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
+                          fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+                          fn.SUM(when(Event.type == "pageview", 1)).alias("views"),
+                          fn.MAX(is_sampled(Event.weight)).alias("sampled"),
+                          Value(None).alias("visitor"), Value(None).alias("w"),
+                          Value(None).alias("vid"))
+             .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
+                    & Event.session_id.is_null())
+             .group_by(SQL('"page"')))
+    return ctes, rows.cte(name)
+
+
+def _edge_pages(edge: Edges) -> list[list[Any]]:
+    """The page rows (PAGE_COLUMNS) of the sessions across the edges, from their events in the
+    period, with their visit as those events make it."""
+    visit_of = {row["session_id"]: row for row in edge.visits}
+    found = []
+    for row in fetch(visit_pages.derived(edge.events)):
+        visit = visit_of[row["session_id"]]
+        found.append([row["page"], row["session_id"], row["events_weight"], row["events"],
+                      row["pageviews_weight"], row["pageviews"], int(row["weight"] != 1),
+                      visit["visitor"],
+                      visit["weight"], row["session_id"] if visit["pageviews"] else None])
+    return found
+
+
+def slots_cover(period: Period) -> bool:
+    """Whether the period's first and last instant, and every change of its zone's offset in
+    it, begin a quarter hour: then each local hour, day, week and month of it is whole
+    quarter hours (models.EventSlot), in every zone in use today."""
+    instants = [period.start, period.end,
+                *[at for at, _ in offset_changes(period.zone, period.start, period.end)[1:]]]
+    return all(event_slots.is_slot_start(instant) for instant in instants)
+
+
+def slot_rows(site: Site, period: Period) -> Any:
+    """The quarter-hour rows (models.EventSlot) of the period: a condition on EventSlot."""
+    return (EventSlot.site_id == site.id) & (EventSlot.slot >= period.start) & (
+        EventSlot.slot < period.end)
