@@ -83,6 +83,10 @@ def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None)
     site = (EventSlot.site_id == site_id) if site_id is not None else SQL("1 = 1")
     events = (Event.site_id == site_id) if site_id is not None else SQL("1 = 1")
     with database.atomic():
+        if slots is None and site_id is None and is_postgres():
+            EventSlot.truncate_table()  # a DELETE of every row would leave them all dead
+            EventSlot.insert_from(_derived(events), fields).execute()
+            return
         if slots is None:
             EventSlot.delete().where(site).execute()
             EventSlot.insert_from(_derived(events), fields).execute()

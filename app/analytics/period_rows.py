@@ -82,8 +82,8 @@ def _edges(site: Site, period: Period) -> Edges:
     return Edges(tuple(fetch(visits.derived(events))), events)
 
 
-def visits_cte(site: Site, period: Period, columns: set[str],
-               name: str = "visits") -> tuple[list[Any], Any]:
+def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
+               sessions: Any = None) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
     view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
     `columns`, all from its events in the period (its first page view in the period for the
@@ -91,9 +91,13 @@ def visits_cte(site: Site, period: Period, columns: set[str],
     (models.Visit, kept at ingest). The few that cross the period's first or last instant are
     derived from their events in the period (`edges`) and enter the statement as a VALUES
     list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
-    funnel's statement."""
+    funnel's statement. `sessions`, a subquery of session ids, narrows the table's rows to
+    those: 20,000 goals' visits are looked up by their key rather than 320,000 visits
+    read and joined."""
     inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
               & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
+    if sessions is not None:
+        inside &= Visit.session_id.in_(sessions)
     whole = Visit.select(*_visit_values(Visit, columns)).where(inside)
     crossing = [row for row in edges(site, period).visits if row["pageviews"]]
     if not crossing:
@@ -107,7 +111,6 @@ def visits_cte(site: Site, period: Period, columns: set[str],
 
 EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",
                 "interactions")
-
 
 
 PAGE_COLUMNS = ("page", "sid", "events", "stored", "pageviews", "views", "sampled", "visitor",

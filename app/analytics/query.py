@@ -331,6 +331,9 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
     grouped = grouped.where(where).group_by(
         *group_keys, *([Event.session_id] if visits is not None else [])).cte("grouped")
     g = grouped.c
+    if visits is not None and not mixed:  # only the visits of the selected events' sessions
+        built, visits = visits_cte(site, period, _visit_columns(dimensions, filters),
+                                   sessions=Select([grouped], [g.sid]))
     columns = [getattr(g, key).alias(key) if d.kind != "visit"
                else d.sql(visit_row).alias(key)
                for key, d in zip(keys, dimensions, strict=True)]
@@ -338,7 +341,8 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
                                   *(_visit_figures(visits) if visits is not None else [])])
     ctes = [grouped]
     if visits is not None:
-        ctes[:0] = [*built, visits]
+        at = 0 if mixed else 1  # the narrowed visits read `grouped`
+        ctes[at:at] = [*built, visits]
         selected = selected.join(visits, JOIN.LEFT_OUTER, on=(visits.c.session_id == g.sid))
         if mixed:
             visit_condition = None

@@ -29,7 +29,8 @@ def up(migrator, db):
     if postgres:
         db.execute_sql("SET LOCAL statement_timeout = 0")
         db.execute_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-    db.execute_sql("DELETE FROM visit")  # derived again below: no default to write on each row
+    # derived again below: no default to write on each row, and no dead rows left behind
+    db.execute_sql("TRUNCATE visit" if postgres else "DELETE FROM visit")
     present = {column.name for column in db.get_columns("visit")}
     migrator.migrate(*(migrator.add_column("visit", name, field) for name, field in NEW_COLUMNS
                        if name not in present))  # 0010 on a new database made them already
