@@ -96,7 +96,7 @@ TOOLS = [
           "views, bounce rate (sessions with one page view and no click, form submit, custom "
           "event, goal or heartbeat), average engaged time (15 s per heartbeat, per session) "
           "and events by type." + PERIOD_NOTE, PeriodArgs, OverviewResult,
-          lambda site, period, a: traffic.overview(site.id, period), render_overview),
+          lambda site, period, a: traffic.overview(site, period), render_overview),
     _tool("get_top_pages", "Top pages",
           "The most viewed pages (URL path, without query string) with their page views and "
           "visitors." + SUBSUMED + PERIOD_NOTE, ListArgs, PagesResult,

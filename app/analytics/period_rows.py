@@ -195,3 +195,21 @@ def slot_rows(site: Site, period: Period) -> Any:
     """The quarter-hour rows (models.EventSlot) of the period: a condition on EventSlot."""
     return (EventSlot.site_id == site.id) & (EventSlot.slot >= period.start) & (
         EventSlot.slot < period.end)
+
+
+def type_sums(site: Site, period: Period) -> tuple[dict[str, float], bool]:
+    """({event type: weighted count}, whether a sampled event was read) of the period's events:
+    from the quarter hours when they cover the period (slots_cover), else from the events."""
+    if slots_cover(period):
+        rows = (EventSlot.select(EventSlot.type.alias("type"),
+                                 fn.SUM(EventSlot.weight).alias("weight"),
+                                 fn.MAX(is_sampled(EventSlot.top_weight)).alias("sampled"))
+                .where(slot_rows(site, period)).group_by(EventSlot.type))
+    else:
+        rows = (Event.select(Event.type.alias("type"), fn.SUM(Event.weight).alias("weight"),
+                             fn.MAX(is_sampled(Event.weight)).alias("sampled"))
+                .where((Event.site_id == site.id) & period.covers(Event.occurred_at))
+                .group_by(Event.type))
+    found = fetch(rows)
+    return ({row["type"]: float(row["weight"]) for row in found},
+            any(row["sampled"] for row in found))

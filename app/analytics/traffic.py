@@ -14,7 +14,6 @@ from app.analytics.base import (
     MAX_DAYS,
     Period,
     as_count,
-    event_filter,
     fetch,
     is_sampled,
     rate,
@@ -22,12 +21,11 @@ from app.analytics.base import (
     when,
 )
 from app.analytics.filters import parse_filters
+from app.analytics.period_rows import type_sums, visits_cte
 from app.analytics.query import Query, read_figures
 from app.analytics.vocabulary import dimension
 from app.sql import json_text, query_param, url_host
 from models import Event, Site
-from models.event import EVENT_TYPES
-from models.visit import INTERACTIONS
 
 HEARTBEAT_SECONDS = 15
 DIRECT = "(direct)"
@@ -103,34 +101,25 @@ def count_events(site: Site, period: Period, limit: int, type_: str | None = Non
     }
 
 
-def overview(site_id: int, period: Period) -> dict[str, Any]:
-    per_type = [fn.SUM(when(Event.type == name, Event.weight)).alias(name)
-                for name in EVENT_TYPES]
-    sessions = (Event.select(Event.session_id.alias("session_id"),
-                             fn.MAX(Event.anonymous_id).alias("visitor"),
-                             fn.MAX(Event.weight).alias("w"),
-                             fn.MAX(is_sampled(Event.weight)).alias("sampled"),
-                             fn.SUM(when(Event.type == "pageview", 1)).alias("pageviews"),
-                             fn.SUM(when(Event.type.in_(INTERACTIONS), 1)).alias("interactions"),
-                             *per_type)
-                .where(event_filter(site_id, period))  # NULL session_id: one group, not a session
-                .group_by(Event.session_id).cte("per_session"))
-    s = sessions.c
-    is_session = s.session_id.is_null(False) & (s.pageviews > 0)
-    bounced = is_session & (s.pageviews == 1) & (s.interactions == 0)
-    visitors = (Select([sessions], [fn.MAX(s.w).alias("w")]).where(is_session)
-                .group_by(s.visitor).cte("visitors"))
-    totals = fetch(Select([sessions], [
-        fn.SUM(when(is_session, s.w)).alias("sessions"),
-        fn.SUM(when(bounced, s.w)).alias("bounces"),
-        fn.SUM(when(is_session, s.heartbeat)).alias("heartbeats"),
-        fn.MAX(s.sampled).alias("sampled"),
-        Select([visitors], [fn.SUM(visitors.c.w)]).alias("visitors"),
-        *[fn.SUM(getattr(s, name)).alias(name) for name in EVENT_TYPES],
-    ]).with_cte(sessions, visitors))[0]
+def overview(site: Site, period: Period) -> dict[str, Any]:
+    """Visitors, sessions (the period's visits: app.analytics.period_rows.visits_cte), bounces
+    and engaged time from the visits, and the events by type from the quarter-hour counts."""
+    built, visits = visits_cte(site, period, {"heartbeats"})
+    v = visits.c
+    per_visitor = (Select([visits], [
+        v.visitor, fn.MAX(v.w).alias("w"), fn.SUM(v.w).alias("sessions"),
+        fn.SUM(v.bounced * v.w).alias("bounces"), fn.SUM(v.heartbeats).alias("heartbeats"),
+        fn.MAX(is_sampled(v.w)).alias("sampled")]).group_by(v.visitor).cte("per_visitor"))
+    p = per_visitor.c
+    totals = fetch(Select([per_visitor], [
+        fn.SUM(when(p.visitor.is_null(False), p.w)).alias("visitors"),
+        *[fn.SUM(getattr(p, name)).alias(name) for name in ("sessions", "bounces",
+                                                             "heartbeats")],
+        fn.MAX(p.sampled).alias("sampled")]).with_cte(*built, visits, per_visitor))[0]
+    weights, sampled = type_sums(site, period)
     session_count = float(totals["sessions"] or 0)
     engaged = HEARTBEAT_SECONDS * float(totals["heartbeats"] or 0)
-    events = {name: as_count(totals[name]) for name in EVENT_TYPES if totals[name]}
+    events = {name: as_count(weight) for name, weight in weights.items() if as_count(weight)}
     return {
         "visitors": as_count(totals["visitors"]), "sessions": as_count(session_count),
         "pageviews": events.get("pageview", 0),
@@ -139,7 +128,7 @@ def overview(site_id: int, period: Period) -> dict[str, Any]:
         "engaged_seconds": round(engaged),
         "avg_engaged_seconds": round(engaged / session_count, 1) if session_count else None,
         "events_by_type": dict(sorted(events.items(), key=lambda item: (-item[1], item[0]))),
-        "estimated": bool(totals["sampled"]),
+        "estimated": bool(totals["sampled"]) or sampled,
     }
 
 

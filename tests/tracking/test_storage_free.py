@@ -314,7 +314,7 @@ def test_the_overview_counts_derived_visitors_and_visits(client, app, std_site):
     send(client, std_site, user_agent=FIREFOX_UA)
     today = utcnow().date()
     with db(app):
-        counts = overview(std_site.site.id, Period(today - timedelta(days=1), today))
+        counts = overview(std_site.site, Period(today - timedelta(days=1), today))
     assert (counts["visitors"], counts["sessions"], counts["pageviews"]) == (2, 3, 4)
 
 
