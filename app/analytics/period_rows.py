@@ -21,16 +21,22 @@ from app.analytics.base import Period, fetch, is_sampled, memoized, when
 from app.analytics.vocabulary import offset_changes, seconds_between
 from models import Event, EventSlot, Site, Visit, VisitPage
 
+FIGURES = ("occurred_at", "views", "bounced", "duration")  # what a visits CTE may compute
+
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
-    """A visits CTE's columns, from the visit table or rows derived like it (`source`)."""
-    bounced = Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0)
+    """A visits CTE's columns, from the visit table or rows derived like it (`source`): the
+    session, visitor and weight `w`, and of `columns` the FIGURES and the table's own. Only
+    those asked for: PostgreSQL computes every column of a UNION's branches, used or not."""
+    figures = {
+        # named as the event's time: time:* buckets a visit by its first event
+        "occurred_at": source.started_at,
+        "views": source.pageviews,
+        "bounced": Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0),
+        "duration": seconds_between(source.started_at, source.ended_at)}
     return [source.session_id, source.visitor, source.weight.alias("w"),
-            # named as the event's time: time:* buckets a visit by its first event
-            source.started_at.alias("occurred_at"),
-            source.pageviews.alias("views"), bounced.alias("bounced"),
-            seconds_between(source.started_at, source.ended_at).alias("duration"),
-            *[getattr(source, column).alias(column) for column in sorted(columns)]]
+            *[(figures[column] if column in figures else getattr(source, column)).alias(column)
+              for column in sorted(columns)]]
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
     crossing = [row for row in edges(site, period).visits if row["pageviews"]]
     if not crossing:
         return [], whole.cte(name)
-    names = [*EDGE_COLUMNS, *sorted(columns)]
+    names = [*EDGE_COLUMNS, *sorted(set(columns) - set(FIGURES))]
     derived = ValuesList([[row[column] for column in names] for row in crossing]).cte(
         f"{name}_edges", columns=names)
     clipped = Select([derived], _visit_values(derived.c, columns))

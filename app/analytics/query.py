@@ -176,10 +176,22 @@ def _event_sums() -> list[Any]:
             fn.MAX(is_sampled(Event.weight)).alias("sampled")]
 
 
-def _visit_figures(visits: Any) -> list[Any]:
+def _visit_figures(visits: Any, columns: set[str]) -> list[Any]:
+    """A visit's figures in `selected`, of the visits CTE's `columns` (0 for the others)."""
     v = visits.c
     return [v.session_id.alias("vid"), v.visitor.alias("visitor"), v.w.alias("vw"),
-            v.bounced.alias("bounced"), v.views.alias("vpv"), v.duration.alias("vdur")]
+            *[(getattr(v, column) if column in columns else Value(0)).alias(name)
+              for column, name in (("bounced", "bounced"), ("views", "vpv"),
+                                   ("duration", "vdur"))]]
+
+
+def _visit_needs(query: Query, dimensions: tuple[Dimension, ...]) -> set[str]:
+    """The visits CTE's columns a statement reads: its visit:* columns and figures."""
+    needed = set().union(*(NEEDS[name] for name in query.metrics))
+    return {*_visit_columns(dimensions, query.filters),
+            *(["occurred_at"] if any(d.kind == "time" for d in dimensions) else []),
+            *[column for column, sums in (("bounced", "bounces"), ("views", "views"),
+                                          ("duration", "duration")) if sums in needed]}
 
 
 def _is_pageviews(node: Any) -> bool:
@@ -293,8 +305,8 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         sums = _slot_sums(site, period, dimensions, filters, keep, False).cte("selected")
         return _Plan([sums], sums, False)
     scope = (Event.site_id == site.id) & period.covers(Event.occurred_at)
-    built, visits = visits_cte(site, period, _visit_columns(dimensions, filters)) \
-        if needs_visits else ([], None)
+    visit_columns = _visit_needs(query, dimensions)
+    built, visits = visits_cte(site, period, visit_columns) if needs_visits else ([], None)
     visit_row = Row(None, visits.c, period) if visits is not None else None
     visit_condition = None if visits is None else compile_filters(
         filters, visit_row, lambda leaf: keep(leaf) and leaf.dimension.kind == "visit")
@@ -304,7 +316,7 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         # query that asks for events, one sum over the period's events.
         selected = Select([visits], [
             *[d.sql(visit_row).alias(key) for key, d in zip(keys, dimensions, strict=True)],
-            is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)])
+            is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits, visit_columns)])
         if visit_condition is not None:
             selected = selected.where(visit_condition)
         selected = selected.cte("selected")
@@ -352,13 +364,14 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         *group_keys, *([Event.session_id] if visits is not None else [])).cte("grouped")
     g = grouped.c
     if visits is not None and not mixed:  # only the visits of the selected events' sessions
-        built, visits = visits_cte(site, period, _visit_columns(dimensions, filters),
+        built, visits = visits_cte(site, period, visit_columns,
                                    sessions=Select([grouped], [g.sid]))
     columns = [getattr(g, key).alias(key) if d.kind != "visit"
                else d.sql(visit_row).alias(key)
                for key, d in zip(keys, dimensions, strict=True)]
     selected = Select([grouped], [*columns, g.events, g.stored, g.pageviews, g.sampled,
-                                  *(_visit_figures(visits) if visits is not None else [])])
+                                  *(_visit_figures(visits, visit_columns)
+                                    if visits is not None else [])])
     ctes = [grouped]
     if visits is not None:
         at = 0 if mixed else 1  # the narrowed visits read `grouped`
@@ -383,6 +396,7 @@ def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any]
     time, so the two are summed apart: the visits per (dimension values, session), the
     events per dimension values (`slots`, when the quarter-hour counts answer them)."""
     keys = [f"d{index}" for index in range(len(dimensions))]
+    columns = _visit_needs(query, dimensions)
     at_start = Row(visits.c, visits.c, period)  # time:* reads the visit's start
     event_keys = [(key, d) for key, d in zip(keys, dimensions, strict=True)
                   if d.kind == "event"]
@@ -400,14 +414,14 @@ def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any]
         source = Select([sessions], [
             getattr(sessions.c, key).alias(key) if d.kind == "event"
             else d.sql(at_start).alias(key) for key, d in zip(keys, dimensions, strict=True)]
-            + [is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits)]).join(
+            + [is_sampled(visits.c.w).alias("sampled"), *_visit_figures(visits, columns)]).join(
             visits, on=(visits.c.session_id == sessions.c.sid))
         ctes = [*built, visits, sessions]
     else:
         source = Select([visits], [*[d.sql(at_start).alias(key) for key, d
                                      in zip(keys, dimensions, strict=True)],
                                    is_sampled(visits.c.w).alias("sampled"),
-                                   *_visit_figures(visits)])
+                                   *_visit_figures(visits, columns)])
         ctes = [*built, visits]
     selected = (source.where(filtering) if filtering is not None else source).cte("selected")
     ctes.append(selected)

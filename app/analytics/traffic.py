@@ -104,7 +104,7 @@ def count_events(site: Site, period: Period, limit: int, type_: str | None = Non
 def overview(site: Site, period: Period) -> dict[str, Any]:
     """Visitors, sessions (the period's visits: app.analytics.period_rows.visits_cte), bounces
     and engaged time from the visits, and the events by type from the quarter-hour counts."""
-    built, visits = visits_cte(site, period, {"heartbeats"})
+    built, visits = visits_cte(site, period, {"heartbeats", "bounced"})
     v = visits.c
     per_visitor = (Select([visits], [
         v.visitor, fn.MAX(v.w).alias("w"), fn.SUM(v.w).alias("sessions"),
