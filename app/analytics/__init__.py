@@ -48,8 +48,13 @@ Web vitals   a performance event carries each metric under its spec name in `pro
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
 
 Modules, one family of queries each:
-sql.py            what PostgreSQL and SQLite spell differently; URL parts in SQL
 base.py           the period, one read snapshot, weighted counts, the ranking engine
+vocabulary.py     the `query` tool's metrics and dimensions, with their SQL
+filters.py        its filters, parsed and compiled
+query.py          its compiler: metrics x dimensions x filters, compare
+period_rows.py    the rows it reads for a period: visits, visit pages, quarter-hour counts
+funnel.py         funnels of pages, goals and custom events, by visit or visitor
+describe.py       describe_data: the vocabulary and what a site has
 traffic.py        entry page views, count_events, overview, top pages, top sources, goals
 revenue.py        revenue per currency and its attribution to traffic sources
 performance.py    web vitals (p75) and JavaScript errors, the Standard-plan types
