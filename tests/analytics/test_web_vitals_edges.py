@@ -2,9 +2,9 @@
 
 PostgreSQL reads a performance event from one of two partial indexes, by the size of its
 properties (as text, 400 bytes) and of its URL (800 bytes), migration 0012; SQLite reads the
-table. The events here sit on both sides of both bounds, of the period's local midnights, and
-carry ties, a sampled weight, values that are not numbers, no page URL, and pages below the top
-ones.
+table and computes p75 in Python (app/analytics/percentile.py). The events here sit on both
+sides of both bounds, of the period's local midnights, and carry ties, a sampled weight, values
+that are not numbers, no page URL, and pages below the top ones.
 """
 import json
 import logging
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app.analytics.percentile import p75
 from models import database
 from tests.analytics.test_analytics import _event
 from tests.conftest import BACKEND
@@ -102,6 +103,18 @@ def test_a_period_without_performance_events(client, vitals_site):
                        **{"from": "2026-04-01", "to": "2026-04-02"})
     assert result["site_vitals"] == dict.fromkeys(("lcp", "inp", "cls", "fcp", "ttfb"))
     assert result["pages"] == [] and result["estimated"] is False
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ([], None),
+    ([7], 7),
+    ([3, 1, 2], 2.5),  # position 1.5: 2 + 0.5 x (3 - 2)
+    ([4, 1, 3, 2, 5], 4),  # position 3, exactly a value: PostgreSQL returns it unchanged
+    ([1000, 2000, 3000, 5000], 3500.0),
+    ([2.5, 2.5, 2.5, 1], 2.5),
+])
+def test_p75_is_percentile_cont(values, expected):
+    assert p75(values) == expected
 
 
 @pytest.mark.skipif(BACKEND != "postgres", reason="the indexes are PostgreSQL's")
