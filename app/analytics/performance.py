@@ -55,7 +55,7 @@ def _vital_events(site_id: int, period: Period) -> Any:
     PostgreSQL reads it from migration 0012's partial indexes, apart: the events whose index
     entry fits (`_index_entry_sizes`) from event_vitals, which also holds each metric's value,
     so neither the table nor the JSON is read (at 10 M events, 291,000 performance events in 30
-    days: 140 ms instead of 1.3 s); the others from event_long_vitals and the table. The
+    days: 0.14-0.23 s instead of 1.5-1.9 s); the others from event_long_vitals and the table. The
     conditions and `json_number` are spelled as in the indexes: the planner matches them as
     written (tests/analytics/test_web_vitals_edges.py checks the plan)."""
     # All five metrics come out of one read of each event's JSON (a select per metric read it

@@ -1,11 +1,12 @@
 """PostgreSQL: partial covering indexes from which `get_web_vitals` reads its events.
 
 Without them the tool read the period's performance events from the table: at 10 million
-events, 30 days hold 291,000 of them spread over 3.5 million events' pages (109,000 pages read),
-and every metric was then extracted from the JSON properties: 1.5-1.7 s of the tool's 1.9-2.8 s
-on the 2-core test machine under other benchmarks' load. With them the same read takes
-0.2 s (an index-only scan of 9,100 pages) and the tool 0.8-1.1 s, the p75 sorts being most of
-what is left (app/analytics/performance.py).
+events, 30 days hold 291,000 of them spread over most pages of those days' 3.5 million events
+(121,000 pages read), and every metric was then extracted from the JSON properties: 1.5-1.9 s,
+most of the tool's 2.0-2.8 s (medians, the 2-core test machine under other benchmarks' load).
+With them the same read is an index-only scan of 9,200 pages that takes each metric's value
+from the index: 0.14-0.23 s, and the tool 0.9-1.0 s, the p75 sorts being most of what is left
+(app/analytics/performance.py).
 
 - event_vitals: performance events by site and time, with each metric's value (the expression
   `json_number` writes in the query, app/sql.py: the planner takes a value from the index only
