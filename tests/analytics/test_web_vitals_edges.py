@@ -121,7 +121,8 @@ def test_p75_is_percentile_cont(values, expected):
 def test_postgresql_reads_the_metrics_from_the_vitals_index(app, client, vitals_site, caplog):
     """The conditions and the metric expressions of the query are the indexes' own: the planner
     reads the short events with an index-only scan of event_vitals, taking each metric's value
-    from the index (EXPLAIN shows such a value as the index's expression in parentheses)."""
+    from the index (EXPLAIN shows such a value as the index's expression in parentheses), and
+    the long ones through event_long_vitals."""
     with db(app):
         database.execute_sql("VACUUM ANALYZE event")  # index-only scans need the visibility map
     with caplog.at_level(logging.DEBUG, logger="peewee"):
@@ -129,15 +130,16 @@ def test_postgresql_reads_the_metrics_from_the_vitals_index(app, client, vitals_
     sql, params = next(record.msg for record in caplog.records if isinstance(record.msg, tuple)
                        and record.msg[0].startswith('WITH "vital_events"'))
     with db(app), database.atomic():
-        partition_indexes = {row[0] for row in database.execute_sql(
-            "SELECT inhrelid::regclass::text FROM pg_inherits "
-            "WHERE inhparent = 'event_vitals'::regclass")}
+        partition_indexes = {parent: {row[0] for row in database.execute_sql(
+            "SELECT inhrelid::regclass::text FROM pg_inherits WHERE inhparent = %s::regclass",
+            (parent,))} for parent in ("event_vitals", "event_long_vitals")}
         # On a few rows a sequential scan is cheapest: the plan for many is what is asked here.
         database.execute_sql("SET LOCAL enable_seqscan = off")
         database.execute_sql("SET LOCAL enable_bitmapscan = off")
         (plan,), = database.execute_sql("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, params)
-    scans = [node for node in _nodes(plan[0]["Plan"])
-             if node.get("Index Name") in partition_indexes]
+    nodes = _nodes(plan[0]["Plan"])
+    assert any(node.get("Index Name") in partition_indexes["event_long_vitals"] for node in nodes)
+    scans = [node for node in nodes if node.get("Index Name") in partition_indexes["event_vitals"]]
     assert scans and all(node["Node Type"] == "Index Only Scan" for node in scans)
     for node in scans:
         from_index = [column for column in node["Output"] if column.startswith("(CASE WHEN")]
