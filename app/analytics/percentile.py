@@ -1,53 +1,64 @@
-"""p75: PostgreSQL's percentile_cont(0.75), and the same arithmetic on SQLite.
+"""p75: percentile_cont(0.75), the linear interpolation at position 0.75 x (n - 1) of the
+ascending values.
 
-percentile_cont(0.75) is the linear interpolation at position 0.75 x (n - 1) of the ascending
-values. SQLite has no ordered-set aggregates, so there the values are ranked with ROW_NUMBER and
-COUNT windows (`ranked`) and the interpolation is spelled out (`interpolated`).
+PostgreSQL has it as an ordered-set aggregate. SQLite has no ordered-set aggregates: there an
+aggregate of egis's own (`SqliteP75`, registered on the connection when a query uses it) does
+PostgreSQL's arithmetic in Python, so the query is the same on both. It replaced a ranking of
+every sample with ROW_NUMBER and COUNT windows: get_web_vitals on SQLite at 1 M events (29,400
+performance events in 30 days) went from 1.6-1.8 s to 0.40-0.45 s.
 """
+import math
 from typing import Any
 
 from peewee import (
     SQL,
-    Case,
     ColumnBase,
     EnclosedNodeList,
     NodeList,
-    Select,
     fn,
 )
 
+from app.db import is_postgres
+from models import database
+
 P75 = 0.75
+SQLITE_AGGREGATE = "egis_p75"
 
 
-def percentile_cont(value: Any, where: Any) -> NodeList:
-    """PostgreSQL: p75 of `value` over the group's rows that match `where`."""
-    ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), value))])
+def p75(values: list[float]) -> float | None:
+    """PostgreSQL's percentile_cont(0.75) of `values` (numbers), None for none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = P75 * (len(ordered) - 1)
+    low = math.floor(position)
+    if low == position:
+        return ordered[low]
+    # PostgreSQL's float8_lerp: lo + (hi - lo) * fraction, the same operations in the same order.
+    return ordered[low] + (ordered[low + 1] - ordered[low]) * (position - low)
+
+
+class SqliteP75:
+    """SQLite's aggregate protocol (step, finalize) around `p75`."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def step(self, value: float | None) -> None:
+        if value is not None:
+            self.values.append(value)
+
+    def finalize(self) -> float | None:
+        return p75(self.values)
+
+
+def percentile_cont(value: Any, where: Any) -> ColumnBase:
+    """p75 of `value` over the group's rows that match `where`."""
     # NULLs are ignored anyway; the filter spares the aggregate a call for each row without a
     # value, which is most rows when one event carries one metric of five.
+    if not is_postgres():
+        database.obj.register_aggregate(SqliteP75, SQLITE_AGGREGATE, 1)
+        return getattr(fn, SQLITE_AGGREGATE)(value).filter(where)
+    ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), value))])
     only = EnclosedNodeList([NodeList((SQL("WHERE"), where))])
     return NodeList((fn.percentile_cont(P75), SQL("WITHIN GROUP"), ordered, SQL("FILTER"), only))
-
-
-def ranked(samples: Any, keys: list[Any]) -> tuple[Any, tuple[Any, ...]]:
-    """SQLite: `samples` (value, w, sampled and the `keys`) with each value's 0-based rank in its
-    group (`position`) and the interpolation bounds (`low`, `fraction`); and the CTEs needed."""
-    s = samples.c
-    position = fn.ROW_NUMBER().over(partition_by=keys, order_by=[s.value]) - 1
-    span = (fn.COUNT(SQL("*")).over(partition_by=keys) - 1) * P75
-    ranks = Select([samples], [*keys, s.value, s.w, s.sampled, position.alias("position"),
-                               span.alias("span")]).cte("sample_ranks")
-    r = ranks.c
-    bounds = Select([ranks], [*[getattr(r, key.name) for key in keys], r.value, r.w, r.sampled,
-                              r.position, r.span.cast("INTEGER").alias("low"),
-                              (r.span - r.span.cast("INTEGER")).alias("fraction")]
-                    ).cte("sample_bounds")
-    return bounds, (ranks, bounds)
-
-
-def interpolated(ranked_samples: Any) -> ColumnBase:
-    """SQLite: the aggregate over `ranked` rows that equals percentile_cont(0.75)."""
-    s = ranked_samples.c
-    # PostgreSQL computes lo + (hi - lo) * fraction; the same operations, in the same order.
-    low = fn.MAX(Case(None, [(s.position == s.low, s.value)]))
-    high = fn.COALESCE(fn.MAX(Case(None, [(s.position == s.low + 1, s.value)])), low)
-    return low + (high - low) * fn.MAX(s.fraction)
