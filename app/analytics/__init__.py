@@ -41,8 +41,8 @@ Web vitals   a performance event carries each metric under its spec name in `pro
              per event, whichever client sent it; each JSON number there is one sample, and
              other keys and non-numeric values are ignored.
              p75 is percentile_cont(0.75): the linear interpolation at position 0.75 x (n - 1)
-             of the ascending values, PostgreSQL's ordered-set aggregate and the same arithmetic
-             over window functions on SQLite. Percentiles are not weighted: a sampled period's
+             of the ascending values, PostgreSQL's ordered-set aggregate and, on SQLite, an
+             aggregate function in Python with the same arithmetic. Percentiles are not weighted: a sampled period's
              samples are a uniform sample of its sessions (the result says `estimated`); the
              sample counts are.
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
