@@ -42,9 +42,9 @@ Web vitals   a performance event carries each metric under its spec name in `pro
              other keys and non-numeric values are ignored.
              p75 is percentile_cont(0.75): the linear interpolation at position 0.75 x (n - 1)
              of the ascending values, PostgreSQL's ordered-set aggregate and, on SQLite, an
-             aggregate function in Python with the same arithmetic. Percentiles are not weighted: a sampled period's
-             samples are a uniform sample of its sessions (the result says `estimated`); the
-             sample counts are.
+             aggregate function in Python with the same arithmetic. Percentiles are not
+             weighted: a sampled period's samples are a uniform sample of its sessions (the
+             result says `estimated`); the sample counts are.
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
 
 Modules, one family of queries each:

@@ -345,7 +345,8 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
         slots = None
         if visit_condition is None and not mixed and _slot_fits(period, dimensions, filters,
                                                                 keep):
-            slots = _slot_sums(site, period, dimensions, filters, keep, views_only)
+            slots = (_slot_sums(site, period, dimensions, filters, keep, views_only),
+                     _slot_sums(site, period, (), filters, keep, views_only))
         return _time_plan(query, dimensions, built, visits, visit_condition, where,
                           event_filtered, mixed, period, slots)
     # Events are summed per (event dimensions, session) first, and the visits joined to those
@@ -390,11 +391,12 @@ def _plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimension,
 
 def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any], visits: Any,
                visit_condition: Any, where: Any, event_filtered: bool, mixed: bool,
-               period: Period, slots: Select | None) -> _Plan:
+               period: Period, slots: tuple[Select, Select] | None) -> _Plan:
     """With a time:* dimension and visit figures: a visit counts in the bucket of its first
     event in the period (when it has a selected event), an event in the bucket of its own
     time, so the two are summed apart: the visits per (dimension values, session), the
-    events per dimension values (`slots`, when the quarter-hour counts answer them)."""
+    events per dimension values and over everything (`slots`, the two sums, when the
+    quarter-hour counts answer them)."""
     keys = [f"d{index}" for index in range(len(dimensions))]
     columns = _visit_needs(query, dimensions)
     at_start = Row(visits.c, visits.c, period)  # time:* reads the visit's start
@@ -425,27 +427,30 @@ def _time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any]
         ctes = [*built, visits]
     selected = (source.where(filtering) if filtering is not None else source).cte("selected")
     ctes.append(selected)
-    event_rows = None
-    if EVENT_METRICS & set(query.metrics) and slots is not None:
-        event_rows = slots.cte("event_rows")
-        ctes.append(event_rows)
-    elif EVENT_METRICS & set(query.metrics):
+    if not EVENT_METRICS & set(query.metrics):
+        return _Plan(ctes, selected, True, True)
+    if slots is None:
         # visit:* dimensions and filters: the events of the counted visits only
         joined = any(d.kind == "visit" for d in dimensions) or visit_condition is not None
         at_event = Row(Event, visits.c if joined or mixed else None, period)
-        event_rows = Event.select(*[d.sql(at_event).alias(key) for key, d
-                                    in zip(keys, dimensions, strict=True)], *_event_sums())
-        if joined or mixed:
-            event_rows = event_rows.join(
-                visits, JOIN.INNER if joined and not mixed else JOIN.LEFT_OUTER,
-                on=(visits.c.session_id == Event.session_id))
         condition = where if filtering is None else where & filtering
         if "events" not in query.metrics:  # page views alone: an index range, 1/5 of rows
             condition &= Event.type == "pageview"
-        event_rows = (event_rows.where(condition)
-                      .group_by(*[SQL(f'"{key}"') for key in keys]).cte("event_rows"))
-        ctes.append(event_rows)
-    return _Plan(ctes, selected, True, True, None, event_rows)
+
+        def events_by(names: list[str]) -> Select:
+            found = Event.select(*[d.sql(at_event).alias(key) for key, d
+                                   in zip(keys, dimensions, strict=True) if key in names],
+                                 *_event_sums())
+            if joined or mixed:
+                found = found.join(visits, JOIN.INNER if joined and not mixed
+                                   else JOIN.LEFT_OUTER,
+                                   on=(visits.c.session_id == Event.session_id))
+            return found.where(condition).group_by(*[SQL(f'"{key}"') for key in names])
+
+        slots = (events_by(keys), events_by([]))
+    event_rows, event_totals = slots[0].cte("event_rows"), slots[1].cte("event_totals")
+    ctes += [event_rows, event_totals]
+    return _Plan(ctes, selected, True, True, event_totals, event_rows)
 
 
 # The sums each metric reads (_figures); the others are left at 0.
@@ -575,10 +580,11 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
 
 def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
                  filters_keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(rows by the dimensions, the totals row). Rows by visit dimensions and their totals come
-    from one statement (both read the visits); with an event or time dimension the totals are
-    a statement of their own, which without event filters reads only the visit table."""
-    if any(d.kind != "visit" for d in dimensions):
+    """(rows by the dimensions, the totals row). Rows by visit and time dimensions and their
+    totals come from one statement (a visit is in one row: its first event's bucket); with
+    an event dimension the totals are a statement of their own, which without event filters
+    reads only the visit table."""
+    if any(d.kind == "event" for d in dimensions):  # a visit may be in several rows
         rows = _fetched(_statement(site, period, query, dimensions, filters_keep, True))
         found = rows + _fetched(_statement(site, period, query, (), filters_keep))
     else:
