@@ -196,9 +196,9 @@ def _run_describe(site: Site, period: base.Period, arguments: dict[str, Any]) ->
 DESCRIBE = _tool(
     "describe_data", "Describe the data",
     "Start here: the metric and dimension vocabulary with definitions, and what this site has "
-    "in the period (events by type, goal and custom event names, property keys and the events "
-    "carrying them, first and last event, time zone, sampling). With `dimension`: its values "
-    "with their visitors.",
+    "in the period (events by type, goal and custom event names, their property keys with how "
+    "many events carry each and which, first and last event, time zone, sampling). With "
+    "`dimension`: its values with their visitors.",
     {"dimension": {"type": "string", "description": "List this dimension's values."},
      "search": {"type": "string", "description": "Only values containing this (any case)."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,

@@ -1,6 +1,7 @@
 """app.analytics.describe against a small hand-built event set whose figures are worked out by
 hand here (the comments say how)."""
-from datetime import date, datetime
+import hashlib
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -60,11 +61,14 @@ def test_what_the_site_has(events):
     assert found["goals"] == [{"name": "Signup", "count": 11}, {"name": "Trial", "count": 1}]
     assert found["custom_events"] == [{"name": "Download", "count": 11},
                                       {"name": "Share", "count": 1}]
-    # Keys of goals and custom events: file on Download; plan on Download, Signup and Trial.
+    # Keys of goals and custom events, the most carried first: file on Download s1 (1) and s2
+    # (10) = 11; plan on Signup s1, Download s1 and Trial s3, 1 each = 3 (ties by name).
     assert found["properties"] == [
-        {"key": "file", "event_names": ["Download"], "event_types": ["custom"]},
-        {"key": "plan", "event_names": ["Download", "Signup", "Trial"],
-         "event_types": ["custom", "goal"]},
+        {"key": "file", "count": 11, "event_names": ["Download"], "event_types": ["custom"],
+         "count_by_name": {"Download": 11}},
+        {"key": "plan", "count": 3, "event_names": ["Download", "Signup", "Trial"],
+         "event_types": ["custom", "goal"],
+         "count_by_name": {"Download": 1, "Signup": 1, "Trial": 1}},
     ]
     assert found["first_event"] == "2026-02-28T23:30:00Z"
     assert found["last_event"] == "2026-03-20T12:05:00Z"
@@ -74,14 +78,81 @@ def test_what_the_site_has(events):
     assert "values" not in found
 
 
-def test_property_keys_of_each_names_latest_events(events, monkeypatch):
-    monkeypatch.setattr(describe, "LATEST_PER_NAME", 1)
-    # The latest Download (12 March, s2) has `file` only; the latest Signup (s2) has no
-    # properties; Trial's only event has `plan`.
-    assert describe.describe(events, BERLIN_MARCH)["properties"] == [
-        {"key": "file", "event_names": ["Download"], "event_types": ["custom"]},
-        {"key": "plan", "event_names": ["Trial"], "event_types": ["goal"]},
+def long_text(length: int) -> str:
+    """Text that does not compress (hex digests), as properties at their largest may be."""
+    digests = (hashlib.sha256(str(index).encode()).hexdigest() for index in range(length // 64 + 1))
+    return "".join(digests)[:length]
+
+
+@pytest.fixture
+def carriers(site):  # noqa: F811
+    latest = datetime(2026, 3, 20, 10, 0)
+    store([
+        # Download's latest 200 events carry `file` only.
+        *(row(site, f"d{index}", f"d{index}", "custom", latest + timedelta(seconds=index),
+              name="Download", properties={"file": "a.pdf"}) for index in range(200)),
+        # An older Download, sampled (weight 2), is the only one with `coupon`.
+        row(site, "s1", "v1", "custom", datetime(2026, 3, 5, 9, 0), name="Download",
+            properties={"file": "b.pdf", "coupon": "SPRING"}, weight=2),
+        # `coupon` and `file` on a goal too; `plan` on a goal and a custom event both named
+        # Signup.
+        row(site, "s2", "v2", "goal", datetime(2026, 3, 6, 9, 0), name="Signup",
+            properties={"plan": "pro", "coupon": "SPRING", "file": "c.pdf"}),
+        row(site, "s3", "v3", "custom", datetime(2026, 3, 6, 9, 5), name="Signup",
+            properties={"plan": "free"}),
+        # Properties that are not objects have no keys.
+        row(site, "s4", "v4", "goal", datetime(2026, 3, 7, 9, 0), name="Signup",
+            properties=["plan", "coupon"]),
+        row(site, "s4", "v4", "custom", datetime(2026, 3, 7, 9, 1), name="Share",
+            properties="plan"),
+        # Properties longer than event_named_properties holds (0013: an index entry holds at
+        # most 2,704 bytes) are stored, and read from the table.
+        row(site, "s5", "v5", "custom", datetime(2026, 3, 8, 9, 0), name="Search",
+            properties={"query": long_text(15_000)}),
+        # Neither a page view's keys nor keys outside the period (Berlin's March).
+        row(site, "s6", "v6", "pageview", datetime(2026, 3, 9, 9, 0), "/",
+            properties={"utm_source": "news"}),
+        row(site, "s6", "v6", "goal", datetime(2026, 3, 31, 22, 30), name="Signup",
+            properties={"late": 1}),
+    ])
+    return site
+
+
+def test_property_keys_of_every_named_event_with_their_counts(carriers):
+    # file: 200 Downloads + the sampled one (2) = 202, and the Signup goal (1) = 203. coupon:
+    # the sampled Download (2), which the latest 200 Downloads do not include, and the Signup
+    # goal (1) = 3. plan: the Signup goal and the Signup custom event, 1 each = 2. query: the
+    # long Search (1).
+    assert describe.describe(carriers, BERLIN_MARCH)["properties"] == [
+        {"key": "file", "count": 203, "event_names": ["Download", "Signup"],
+         "event_types": ["custom", "goal"], "count_by_name": {"Download": 202, "Signup": 1}},
+        {"key": "coupon", "count": 3, "event_names": ["Download", "Signup"],
+         "event_types": ["custom", "goal"], "count_by_name": {"Download": 2, "Signup": 1}},
+        {"key": "plan", "count": 2, "event_names": ["Signup"],
+         "event_types": ["custom", "goal"], "count_by_name": {"Signup": 2}},
+        {"key": "query", "count": 1, "event_names": ["Search"], "event_types": ["custom"],
+         "count_by_name": {"Search": 1}},
     ]
+
+
+def test_at_most_max_names_keys_and_names_of_a_key(carriers, monkeypatch):
+    monkeypatch.setattr(describe, "MAX_NAMES", 1)
+    # The most carried key, file, with its most carrying name; its count and types are still
+    # those of all the events carrying it.
+    assert describe.describe(carriers, BERLIN_MARCH)["properties"] == [
+        {"key": "file", "count": 203, "event_names": ["Download"],
+         "event_types": ["custom", "goal"], "count_by_name": {"Download": 202}}]
+
+
+def test_a_keys_count_beyond_a_reals_precision(site):  # noqa: F811
+    # 2**24 + 1 as a PostgreSQL `real` (the weight column's type) is 2**24: the sum is a double.
+    store([row(site, "s1", "v1", "goal", datetime(2026, 3, 10, 9, 0), name="Signup",
+               properties={"plan": "pro"}, weight=2 ** 24),
+           row(site, "s2", "v2", "goal", datetime(2026, 3, 10, 9, 1), name="Signup",
+               properties={"plan": "free"})])
+    assert describe.describe(site, BERLIN_MARCH)["properties"] == [
+        {"key": "plan", "count": 2 ** 24 + 1, "event_names": ["Signup"],
+         "event_types": ["goal"], "count_by_name": {"Signup": 2 ** 24 + 1}}]
 
 
 def test_an_empty_period(events):
