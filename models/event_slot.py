@@ -3,6 +3,7 @@ from peewee import (
     BigIntegerField,
     CharField,
     DateTimeField,
+    DoubleField,
     FloatField,
     IntegerField,
     SmallIntegerField,
@@ -29,7 +30,7 @@ class EventSlot(BaseModel):
     type = CharField(max_length=64)
     shard = SmallIntegerField()
     events = BigIntegerField()  # stored events, unweighted
-    weight = FloatField()  # their sampling weights summed: the weighted count
+    weight = DoubleField()  # their sampling weights summed: the weighted count
     top_weight = FloatField()  # the largest weight: other than 1 when sampled
 
     class Meta:

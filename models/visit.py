@@ -3,6 +3,7 @@ from peewee import (
     BooleanField,
     CharField,
     DateTimeField,
+    DoubleField,
     FloatField,
     IntegerField,
     TextField,
@@ -41,7 +42,7 @@ class Visit(BaseModel):
     pageviews = IntegerField()
     interactions = IntegerField()  # events of INTERACTIONS
     weight = FloatField()  # the largest sampling weight of its events
-    heartbeats = FloatField(default=0)  # its heartbeat events' weights summed (engaged time)
+    heartbeats = DoubleField(default=0)  # its heartbeat events' weights summed (engaged time)
     # its events all carry one anonymous id (or none) and one weight: then each of its pages
     # (models.VisitPage) has the visit's visitor and weight
     uniform = BooleanField(default=True)

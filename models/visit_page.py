@@ -1,4 +1,12 @@
-from peewee import BigAutoField, CharField, DateTimeField, FloatField, IntegerField, TextField
+from peewee import (
+    BigAutoField,
+    CharField,
+    DateTimeField,
+    DoubleField,
+    FloatField,
+    IntegerField,
+    TextField,
+)
 
 from models.base import BaseModel
 
@@ -25,8 +33,8 @@ class VisitPage(BaseModel):
     ended_at = DateTimeField()  # its last event's occurred_at
     events = IntegerField()  # stored events, unweighted
     pageviews = IntegerField()
-    events_weight = FloatField()  # the events' weights summed: the weighted `events`
-    pageviews_weight = FloatField()
+    events_weight = DoubleField()  # the events' weights summed: the weighted `events`
+    pageviews_weight = DoubleField()
     weight = FloatField()  # the largest sampling weight of its events
 
     class Meta:

@@ -12,13 +12,13 @@ containing `search`, case-insensitively).
 from collections import defaultdict
 from typing import Any
 
-from peewee import CTE, SQL, Case, Select, Value, fn
+from peewee import CTE, SQL, Case, Select, fn
 
 from app.analytics import query, vocabulary
-from app.analytics.base import ArgumentError, Period, as_count, fetch, timestamp
+from app.analytics.base import ArgumentError, Period, as_count, fetch, timestamp, wide
+from app.analytics.period_rows import type_sums
 from app.db import is_postgres
 from models import Event, Site
-from models.event import EVENT_TYPES
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}
 MAX_NAMES = 100  # goal and custom event names, property keys and a key's names listed (most used)
@@ -31,26 +31,10 @@ def _in_period(site: Site, period: Period) -> Any:
     return (Event.site_id == site.id) & period.covers(Event.occurred_at)
 
 
-def _by_type(site: Site, period: Period) -> list[dict[str, Any]]:
-    """Per type, a row with its events (`n`) and, when some are sampled, a row with their
-    weights minus 1 (`extra`): the weighted count is the sum of both. Both come from indexes
-    without reading the table (an index-only scan of event_site_id_type_occurred_at; 0009b's
-    event_sampled holds the sampled events only), where summing every event's weight read
-    every row: seconds at 10 million events."""
-    # Naming the types makes each one a tight range of the index (site, type, time).
-    of_types = _in_period(site, period) & Event.type.in_(EVENT_TYPES)
-    counted = (Event.select(Event.type.alias("type"), fn.COUNT(SQL("*")).alias("n"),
-                            Value(None).alias("extra"))
-               .where(of_types).group_by(Event.type))
-    sampled = (Event.select(Event.type, Value(0), fn.SUM(Event.weight - 1))
-               .where(of_types & (Event.weight != 1)).group_by(Event.type))
-    return fetch(counted + sampled)
-
-
 def _named(site: Site, period: Period) -> list[dict[str, Any]]:
     """Weighted goals and custom events per name (event_named_steps, 0009b, index-only)."""
     return fetch(Event.select(Event.type.alias("type"), Event.name.alias("name"),
-                              fn.SUM(Event.weight).alias("w"))
+                              fn.SUM(wide(Event.weight)).alias("w"))
                  .where(_in_period(site, period) & Event.type.in_(tuple(NAMED_TYPES))
                         & Event.name.is_null(False))
                  .group_by(Event.type, Event.name))
@@ -148,11 +132,7 @@ def describe(site: Site, period: Period, dimension: str | None = None,
                             "as 'visit:source'.")
     values = None if dimension is None else dimension_values(site, period, dimension, search,
                                                              limit)
-    by_type: dict[str, float] = defaultdict(float)
-    estimated = False
-    for row in _by_type(site, period):
-        by_type[row["type"]] += float(row["n"]) + float(row["extra"] or 0)
-        estimated = estimated or row["extra"] is not None  # a sampled event's row
+    by_type, estimated = type_sums(site, period)
     named: dict[str, dict[str, float]] = {kind: defaultdict(float) for kind in NAMED_TYPES}
     for row in _named(site, period):
         named[row["type"]][row["name"]] += float(row["w"])

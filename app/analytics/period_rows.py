@@ -17,7 +17,7 @@ from typing import Any
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
 from app import event_slots, visit_pages, visits
-from app.analytics.base import Period, fetch, is_sampled, memoized, when
+from app.analytics.base import Period, fetch, is_sampled, memoized, when, wide
 from app.analytics.vocabulary import offset_changes, seconds_between
 from models import Event, EventSlot, Site, Visit, VisitPage
 
@@ -34,7 +34,7 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
         "views": source.pageviews,
         "bounced": Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0),
         "duration": seconds_between(source.started_at, source.ended_at)}
-    return [source.session_id, source.visitor, source.weight.alias("w"),
+    return [source.session_id, source.visitor, wide(source.weight).alias("w"),
             *[(figures[column] if column in figures else getattr(source, column)).alias(column)
               for column in sorted(columns)]]
 
@@ -148,7 +148,7 @@ def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list
                        p.events.alias("stored"), p.pageviews_weight.alias("pageviews"),
                        p.pageviews.alias("views"), is_sampled(p.weight).alias("sampled"),
                        Case(None, [(kept, p.visitor)], i.visitor).alias("visitor"),
-                       Case(None, [(kept, p.weight)], i.weight).alias("w"),
+                       wide(Case(None, [(kept, p.weight)], i.weight)).alias("w"),
                        Case(None, [(kept | (i.pageviews > 0), p.session_id)]).alias("vid"))
               .join(irregular, JOIN.LEFT_OUTER, on=(i.session_id == p.session_id))
               .where((p.site_id == site.id) & (p.started_at >= period.start)
@@ -162,8 +162,10 @@ def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list
         ctes.append(across)
     page = visit_pages.page_key(Event).alias("page")
     rows += (Event.select(page, Value(None).alias("sid"),
-                          fn.SUM(Event.weight).alias("events"), fn.COUNT(Event.id).alias("stored"),
-                          fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+                          fn.SUM(wide(Event.weight)).alias("events"),
+                          fn.COUNT(Event.id).alias("stored"),
+                          fn.SUM(when(Event.type == "pageview", wide(Event.weight)))
+                          .alias("pageviews"),
                           fn.SUM(when(Event.type == "pageview", 1)).alias("views"),
                           fn.MAX(is_sampled(Event.weight)).alias("sampled"),
                           Value(None).alias("visitor"), Value(None).alias("w"),
@@ -212,7 +214,7 @@ def type_sums(site: Site, period: Period) -> tuple[dict[str, float], bool]:
                                  fn.MAX(is_sampled(EventSlot.top_weight)).alias("sampled"))
                 .where(slot_rows(site, period)).group_by(EventSlot.type))
     else:
-        rows = (Event.select(Event.type.alias("type"), fn.SUM(Event.weight).alias("weight"),
+        rows = (Event.select(Event.type.alias("type"), fn.SUM(wide(Event.weight)).alias("weight"),
                              fn.MAX(is_sampled(Event.weight)).alias("sampled"))
                 .where((Event.site_id == site.id) & period.covers(Event.occurred_at))
                 .group_by(Event.type))

@@ -37,6 +37,7 @@ from app.analytics.base import (
     memoized,
     unknown,
     when,
+    wide,
 )
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
 from app.analytics.period_rows import pages_cte, slot_rows, slots_cover, visits_cte
@@ -171,8 +172,8 @@ class _Plan:
 def _event_sums() -> list[Any]:
     """An event weighs its sampling weight; `stored` counts the rows as stored (COUNT(*): a
     column would keep PostgreSQL from counting them in a covering index alone)."""
-    return [fn.SUM(Event.weight).alias("events"), fn.COUNT(SQL("*")).alias("stored"),
-            fn.SUM(when(Event.type == "pageview", Event.weight)).alias("pageviews"),
+    return [fn.SUM(wide(Event.weight)).alias("events"), fn.COUNT(SQL("*")).alias("stored"),
+            fn.SUM(when(Event.type == "pageview", wide(Event.weight))).alias("pageviews"),
             fn.MAX(is_sampled(Event.weight)).alias("sampled")]
 
 
