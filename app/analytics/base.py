@@ -2,8 +2,9 @@
 import re
 import sqlite3
 from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from difflib import get_close_matches
@@ -164,6 +165,8 @@ class QueryTimeoutError(Exception):
 
 
 _call_memo: ContextVar[dict[Hashable, Any] | None] = ContextVar("call_memo", default=None)
+_call_timeout: ContextVar[float | None] = ContextVar("call_timeout", default=None)
+_beside: ContextVar[bool] = ContextVar("beside", default=False)  # a concurrently's thread
 
 
 def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -189,7 +192,7 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     A statement stopped by the limit raises QueryTimeoutError. What `memoized` computes lives
     as long as the transaction.
     """
-    memo = _call_memo.set({})
+    memo, limit = _call_memo.set({}), _call_timeout.set(timeout_seconds)
     try:
         with database.atomic():
             if is_postgres():
@@ -218,6 +221,31 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
         raise
     finally:
         _call_memo.reset(memo)
+        _call_timeout.reset(limit)
+
+
+def concurrently(*calls: Callable[[], Any]) -> list[Any]:
+    """The calls' results, the reads of one tool call run at once on PostgreSQL: the first on
+    the caller's transaction, each other one in a thread on a connection and read transaction
+    of its own (`reading`, with the caller's time limit). A statement runs on one core, so a
+    comparison period read beside the queried one halves what the agent waits on the 2-core
+    machine (bench/README.md). At most one level: a call made this way runs its own
+    `concurrently` in turn, so a tool call holds at most two connections of the pool. SQLite
+    (one writer, small data) and calls outside `reading` run in turn. An error in any call is
+    raised here."""
+    if len(calls) < 2 or not is_postgres() or _call_memo.get() is None or _beside.get():
+        return [call() for call in calls]
+    timeout = _call_timeout.get()
+
+    def beside(call: Callable[[], Any]) -> Any:
+        _beside.set(True)
+        with database.connection_context(), reading(timeout):
+            return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls) - 1) as pool:
+        others = [pool.submit(copy_context().run, beside, call) for call in calls[1:]]
+        first = calls[0]()
+        return [first, *[future.result() for future in others]]
 
 
 def _is_timeout(error: Exception) -> bool:

@@ -10,12 +10,21 @@ dimension's values with their visitors, through the `query` compiler (optionally
 containing `search`, case-insensitively).
 """
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from peewee import CTE, SQL, Case, Select, fn
 
 from app.analytics import query, vocabulary
-from app.analytics.base import ArgumentError, Period, as_count, fetch, timestamp, wide
+from app.analytics.base import (
+    ArgumentError,
+    Period,
+    as_count,
+    concurrently,
+    fetch,
+    timestamp,
+    wide,
+)
 from app.analytics.period_rows import type_sums
 from app.db import is_postgres
 from models import Event, Site
@@ -130,15 +139,22 @@ def describe(site: Site, period: Period, dimension: str | None = None,
     if dimension is None and search is not None:
         raise ArgumentError("`search` narrows the values of a `dimension`: give one too, such "
                             "as 'visit:source'.")
-    values = None if dimension is None else dimension_values(site, period, dimension, search,
-                                                             limit)
+    if dimension is None:
+        return _summary(site, period)
+    values = values_reader(site, period, dimension, search, limit)  # checks its arguments
+    result, found = concurrently(lambda: _summary(site, period), values)
+    return {**result, "values": found}
+
+
+def _summary(site: Site, period: Period) -> dict[str, Any]:
+    """describe_data without `dimension`."""
     by_type, estimated = type_sums(site, period)
     named: dict[str, dict[str, float]] = {kind: defaultdict(float) for kind in NAMED_TYPES}
     for row in _named(site, period):
         named[row["type"]][row["name"]] += float(row["w"])
     listed = {kind: _ranked(named[kind]) for kind in NAMED_TYPES}
     span = _span(site, period)
-    result = {
+    return {
         "timezone": period.timezone,
         **vocabulary.describe(),
         "events_by_type": {kind: as_count(weight) for kind, weight in _ranked(by_type)},
@@ -149,15 +165,13 @@ def describe(site: Site, period: Period, dimension: str | None = None,
         "last_event": timestamp(span["last"]),
         "estimated": estimated,
     }
-    if values is not None:
-        result["values"] = values
-    return result
 
 
-def dimension_values(site: Site, period: Period, dimension: Any, search: Any,
-                     limit: Any) -> dict[str, Any]:
-    """The dimension's values by visitors, the most first: the `query` tool's answer to
-    visitors by that dimension, filtered with a case-insensitive `contains` when `search`."""
+def values_reader(site: Site, period: Period, dimension: Any, search: Any,
+                  limit: Any) -> Callable[[], dict[str, Any]]:
+    """What reads the dimension's values by visitors, the most first: the `query` tool's
+    answer to visitors by that dimension, filtered with a case-insensitive `contains` when
+    `search`. The arguments are checked now, an ArgumentError naming the bad one."""
     found = vocabulary.dimension(dimension, "dimension")
     if search is not None and (not isinstance(search, str) or not search.isprintable()
                                or not 1 <= len(search) <= MAX_SEARCH):
@@ -168,9 +182,14 @@ def dimension_values(site: Site, period: Period, dimension: Any, search: Any,
                             "`from`/`to` or `period` instead.")
     filters = [] if search is None else [["contains", found.name, [search],
                                           {"case_sensitive": False}]]
-    answer = query.run_query(site, period, query.parse_query({
-        "metrics": ["visitors"], "dimensions": [found.name], "filters": filters,
-        "limit": limit}))
+    parsed = query.parse_query({"metrics": ["visitors"], "dimensions": [found.name],
+                                "filters": filters, "limit": limit})
+    return lambda: _values(site, period, parsed, search)
+
+
+def _values(site: Site, period: Period, parsed: query.Query, search: Any) -> dict[str, Any]:
+    answer = query.run_query(site, period, parsed)
+    found = parsed.dimensions[0]
     return {"dimension": found.name, "search": search,
             "values": [{"value": row["dimensions"][0], "visitors": row["metrics"][0]}
                        for row in answer["results"]],

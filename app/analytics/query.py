@@ -32,6 +32,7 @@ from app.analytics.base import (
     ArgumentError,
     Period,
     compare_period,
+    concurrently,
     fetch,
     is_sampled,
     memoized,
@@ -586,8 +587,10 @@ def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dim
     an event dimension the totals are a statement of their own, which without event filters
     reads only the visit table."""
     if any(d.kind == "event" for d in dimensions):  # a visit may be in several rows
-        rows = _fetched(_statement(site, period, query, dimensions, filters_keep, True))
-        found = rows + _fetched(_statement(site, period, query, (), filters_keep))
+        rows, totals = concurrently(
+            lambda: _fetched(_statement(site, period, query, dimensions, filters_keep, True)),
+            lambda: _fetched(_statement(site, period, query, (), filters_keep)))
+        found = rows + totals
     else:
         found = _fetched(_statement(site, period, query, dimensions, filters_keep))
     totals = [row for row in found if row["grand"] == 1]
@@ -742,7 +745,11 @@ def _shift(value: Any, name: str, days: int, months: int) -> Any:
 def run_query(site: Site, period: Period, query: Query) -> dict[str, Any]:
     """The `query` tool's result (without site/from/to/timezone, which the tool adds)."""
     other = compare_period(period, query.compare) if query.compare is not None else None
-    main = _read(site, period, query)
+    if other is None:
+        main, before = _read(site, period, query), None
+    else:  # the two periods at once
+        main, before = concurrently(lambda: _read(site, period, query),
+                                    lambda: _read(site, other, query))
     ordered = _ordered(query, main.rows)
     page = ordered[query.offset:query.offset + query.limit]
     results = [{"dimensions": list(row["key"]),
@@ -755,9 +762,8 @@ def run_query(site: Site, period: Period, query: Query) -> dict[str, Any]:
         "metrics": list(query.metrics), "dimensions": [d.name for d in query.dimensions],
         "results": results, "totals": [main.totals.get(name) for name in query.metrics],
         "total_rows": main.total_rows, "estimated": main.estimated, "warnings": warnings}
-    if other is None:
+    if other is None or before is None:
         return answer
-    before = _read(site, other, query)
     days = (period.first - other.first).days
     months = (period.first.year - other.first.year) * 12 + period.first.month \
         - other.first.month
