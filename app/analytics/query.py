@@ -46,6 +46,7 @@ from app.analytics.vocabulary import (
     RATES,
     Dimension,
     Row,
+    bucket_text,
     dimension,
     metric,
 )
@@ -594,7 +595,10 @@ def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dim
     else:
         found = _fetched(_statement(site, period, query, dimensions, filters_keep))
     totals = [row for row in found if row["grand"] == 1]
-    return [row for row in found if row["grand"] == 0], totals[0] if totals else NOTHING
+    rows = [{**row, **{f"d{index}": bucket_text(d, row[f"d{index}"])
+                       for index, d in enumerate(dimensions)}}
+            for row in found if row["grand"] == 0]
+    return rows, totals[0] if totals else NOTHING
 
 
 NOTHING = {"grand": 1, **dict.fromkeys(SUMS, 0), "sampled": 0, "total_rows": 0}  # no rows

@@ -109,8 +109,7 @@ def offset_changes(zone: ZoneInfo, start: datetime, end: datetime) -> list[tuple
     return changes
 
 
-PG_FORMATS = {"hour": 'YYYY-MM-DD"T"HH24:00', "day": "YYYY-MM-DD", "month": "YYYY-MM"}
-SQLITE_FORMATS = {"hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d", "month": "%Y-%m"}
+FORMATS = {"hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d", "week": "%Y-%m-%d", "month": "%Y-%m"}
 
 
 def utc_offset(column: Any, period: Period) -> Any:
@@ -128,22 +127,30 @@ def utc_offset(column: Any, period: Period) -> Any:
 
 
 def time_bucket(unit: str, column: Any, period: Period) -> ColumnBase:
-    """The local hour, day, week (its Monday) or month of a naive UTC `column` as text: the
-    instant moved by its UTC offset (utc_offset), then formatted."""
+    """The local hour, day, week (its Monday) or month of a naive UTC `column`: the instant
+    moved by its UTC offset (utc_offset), then truncated (PostgreSQL; `bucket_text` formats
+    the few buckets after the grouping: to_char on each of 320,000 visits cost 90 ms) or
+    formatted as text (SQLite)."""
     offset = 0 if period.timezone == "UTC" else utc_offset(column, period)
     if is_postgres():
         local = column if period.timezone == "UTC" else column + offset * SQL(
             "interval '1 second'")
-        if unit == "week":
-            return fn.to_char(fn.date_trunc("week", local), "YYYY-MM-DD")
-        return fn.to_char(local, PG_FORMATS[unit])
+        return fn.date_trunc(unit, local)
     modifier = fn.printf("%+d seconds", offset)
     # whole seconds: SQLite's date functions round to milliseconds, which would move
     # 23:59:59.9999 into the next day; the offsets are whole seconds, so flooring is exact
     seconds = fn.substr(column, 1, len("YYYY-MM-DD HH:MM:SS"))
     if unit == "week":
         return fn.date(seconds, modifier, "-6 days", "weekday 1")
-    return fn.strftime(SQLITE_FORMATS[unit], seconds, modifier)
+    return fn.strftime(FORMATS[unit], seconds, modifier)
+
+
+def bucket_text(dimension: "Dimension", value: Any) -> Any:
+    """A time:* bucket as the results give it (YYYY-MM-DD, ...): PostgreSQL's truncated
+    instant formatted; other values as they are."""
+    if dimension.kind != "time" or not isinstance(value, datetime):
+        return value
+    return value.strftime(FORMATS[dimension.name.split(":", 1)[1]])
 
 
 def _time(unit: str, what: str) -> Dimension:
