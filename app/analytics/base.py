@@ -166,7 +166,7 @@ class QueryTimeoutError(Exception):
 
 _call_memo: ContextVar[dict[Hashable, Any] | None] = ContextVar("call_memo", default=None)
 _call_timeout: ContextVar[float | None] = ContextVar("call_timeout", default=None)
-_beside: ContextVar[bool] = ContextVar("beside", default=False)  # a concurrently's thread
+_within: ContextVar[bool] = ContextVar("within", default=False)  # inside `concurrently`
 
 
 def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -181,7 +181,8 @@ def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def reading(timeout_seconds: float | None = None) -> Iterator[None]:
+def reading(timeout_seconds: float | None = None,
+            memo: dict[Hashable, Any] | None = None) -> Iterator[None]:
     """One read-only transaction per tool call, so its statements see one snapshot.
 
     On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
@@ -190,9 +191,10 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
     SQLite gets the `matches` filters' REGEXP function (sqlite_regexp) and the time
     limit as a progress handler that interrupts a statement once the deadline has passed.
     A statement stopped by the limit raises QueryTimeoutError. What `memoized` computes lives
-    as long as the transaction.
+    as long as the transaction, or as the call's whose `memo` a concurrent read shares.
     """
-    memo, limit = _call_memo.set({}), _call_timeout.set(timeout_seconds)
+    memo_token, limit_token = (_call_memo.set({} if memo is None else memo),
+                               _call_timeout.set(timeout_seconds))
     try:
         with database.atomic():
             if is_postgres():
@@ -220,8 +222,8 @@ def reading(timeout_seconds: float | None = None) -> Iterator[None]:
             raise QueryTimeoutError(str(error)) from None
         raise
     finally:
-        _call_memo.reset(memo)
-        _call_timeout.reset(limit)
+        _call_memo.reset(memo_token)
+        _call_timeout.reset(limit_token)
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:
@@ -233,19 +235,27 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     `concurrently` in turn, so a tool call holds at most two connections of the pool. SQLite
     (one writer, small data) and calls outside `reading` run in turn. An error in any call is
     raised here."""
-    if len(calls) < 2 or not is_postgres() or _call_memo.get() is None or _beside.get():
+    if len(calls) < 2 or not can_run_concurrently():
         return [call() for call in calls]
-    timeout = _call_timeout.get()
+    timeout, memo = _call_timeout.get(), _call_memo.get()
 
     def beside(call: Callable[[], Any]) -> Any:
-        _beside.set(True)
-        with database.connection_context(), reading(timeout):
+        with database.connection_context(), reading(timeout, memo):
             return call()
 
-    with ThreadPoolExecutor(max_workers=len(calls) - 1) as pool:
-        others = [pool.submit(copy_context().run, beside, call) for call in calls[1:]]
-        first = calls[0]()
-        return [first, *[future.result() for future in others]]
+    within = _within.set(True)
+    try:
+        with ThreadPoolExecutor(max_workers=len(calls) - 1) as pool:
+            others = [pool.submit(copy_context().run, beside, call) for call in calls[1:]]
+            first = calls[0]()
+            return [first, *[future.result() for future in others]]
+    finally:
+        _within.reset(within)
+
+
+def can_run_concurrently() -> bool:
+    """Whether `concurrently` would run its calls at once here."""
+    return is_postgres() and _call_memo.get() is not None and not _within.get()
 
 
 def _is_timeout(error: Exception) -> bool:

@@ -31,6 +31,7 @@ from peewee import JOIN, SQL, Case, EnclosedNodeList, NodeList, Select, Value, f
 from app.analytics.base import (
     ArgumentError,
     Period,
+    can_run_concurrently,
     compare_period,
     concurrently,
     fetch,
@@ -583,11 +584,14 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
 
 def _figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dimension, ...],
                  filters_keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(rows by the dimensions, the totals row). Rows by visit and time dimensions and their
-    totals come from one statement (a visit is in one row: its first event's bucket); with
-    an event dimension the totals are a statement of their own, which without event filters
-    reads only the visit table."""
-    if any(d.kind == "event" for d in dimensions):  # a visit may be in several rows
+    """(rows by the dimensions, the totals row). With an event dimension the totals are a
+    statement of their own (a visit may be in several rows), which without event filters
+    reads only the visit table. Rows by visit and time dimensions (a visit is in one row:
+    its first event's bucket) and their totals can come from one statement: they do where
+    the two cannot run at once (base.concurrently); where they can, two take half the time
+    (sources at 10 M: ~420 ms against ~600) for a quarter more CPU."""
+    if dimensions and (any(d.kind == "event" for d in dimensions)  # a visit in several rows
+                       or can_run_concurrently()):  # two statements, two cores
         rows, totals = concurrently(
             lambda: _fetched(_statement(site, period, query, dimensions, filters_keep, True)),
             lambda: _fetched(_statement(site, period, query, (), filters_keep)))
