@@ -46,7 +46,7 @@ from app.analytics.base import (
     is_sampled,
     unknown,
 )
-from app.analytics.filters import Filters, pattern_regex, regexp
+from app.analytics.filters import Filters, pattern_condition
 from app.analytics.query import matching_sessions
 from app.db import is_postgres
 from app.sql import page_path
@@ -128,15 +128,6 @@ def validate(steps: Any, unit: Any = "visit",
     return [_checked_step(index, step) for index, step in enumerate(steps)]
 
 
-def _starts_with(column: Any, prefix: str) -> Expression:
-    """`column` starts with `prefix`, as a byte range an index can read: PostgreSQL's
-    text_pattern_ops operators (whatever the database's collation), SQLite's binary order."""
-    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    if is_postgres():
-        return Expression(column, "~>=~", prefix) & Expression(column, "~<~", after)
-    return (column >= prefix) & (column < after)
-
-
 def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
     """Page views of `pattern`: (on rows with the `path` column, on older rows without it).
 
@@ -145,15 +136,7 @@ def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
     `query`'s `matches`, whose literal prefix PostgreSQL turns into the range. The second
     derives the path from page_url (app.sql.page_path), so it reads the rows, but only old ones
     (their path IS NULL)."""
-    if "*" not in pattern:
-        return Event.path == pattern, page_path(Event) == pattern
-    head = pattern.removesuffix("**")
-    # A page step starts with "/", so `head` is never empty; a last character from U+D7FF on
-    # has no next one that is not a surrogate (_starts_with's upper bound): a regex then.
-    if "*" not in head and ord(head[-1]) < 0xD7FF:
-        return _starts_with(Event.path, head), _starts_with(page_path(Event), head)
-    regex = pattern_regex(pattern)
-    return regexp(Event.path, regex), regexp(page_path(Event), regex)
+    return pattern_condition(Event.path, pattern), pattern_condition(page_path(Event), pattern)
 
 
 def _step_events(step: dict[str, str]) -> list[Expression]:

@@ -223,8 +223,14 @@ def _page_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     c = pages.c
     row = Row(None, None, period, page=fn.NULLIF(c.page, NO_PAGE))
     views_only = any(_is_pageviews(node) and keep(node) for node in query.filters)
-    where = compile_filters(tuple(node for node in query.filters if not _is_pageviews(node)),
-                            row, keep)
+    filters = tuple(node for node in query.filters if not _is_pageviews(node))
+    where = compile_filters(filters, row, keep)
+    if where is not None:
+        # the same on the column itself where it holds a page, so that the planner estimates
+        # it from the column's statistics (a regular expression on NULLIF(page, '') it takes
+        # for 1 row in 200: 3,000 rows for 148,000, sorted where they would be hashed)
+        where = ((c.page != NO_PAGE) & compile_filters(filters, replace(row, page=c.page), keep)
+                 | (c.page == NO_PAGE) & where)
     if views_only:  # the page views alone: a visit counts where it viewed the page
         where = (c.views > 0) if where is None else where & (c.views > 0)
     events, stored = (c.pageviews, c.views) if views_only else (c.events, c.stored)

@@ -253,6 +253,10 @@ def test_time_buckets_are_local_across_dst(query):
     ([["matches", "event:page", ["/**"]]], 6, 10),
     ([["matches_not", "event:page", ["/*"]]], 3, 3),  # S2 /blog/hello, S3 /docs/start
     ([["matches", "event:page", ["/*/start"]]], 2, 2),
+    ([["matches", "event:page", ["/docs/**"]]], 2, 2),  # a prefix: S3's page view and click
+    ([["matches", "event:page", ["/pricing"]]], 5, 5),  # no `*`: the page itself
+    ([["matches", "event:page", ["/PRICING"], {"case_sensitive": False}]], 5, 5),
+    ([["matches_not", "event:page", ["/blog/**"]]], 5, 9),  # all but S2's; S7 has no page
     ([["is", "visit:browser", ["chrome"]]], 0, 0),  # case-sensitive by default
     ([["is", "visit:browser", ["chrome"], {"case_sensitive": False}]], 3, 5),  # S1 S4 S5
     ([["contains", "visit:source", ["GOO"], {"case_sensitive": False}]], 3, 6),  # S1, S3
