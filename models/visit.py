@@ -1,4 +1,5 @@
 from peewee import (
+    SQL,
     BigAutoField,
     BooleanField,
     CharField,
@@ -42,10 +43,12 @@ class Visit(BaseModel):
     pageviews = IntegerField()
     interactions = IntegerField()  # events of INTERACTIONS
     weight = FloatField()  # the largest sampling weight of its events
-    heartbeats = DoubleField(default=0)  # its heartbeat events' weights summed (engaged time)
+    # (defaults in the table too: a worker of the previous version, which writes neither,
+    # can still store a batch during an upgrade)
+    heartbeats = DoubleField(default=0, constraints=[SQL("DEFAULT 0")])  # heartbeats' weights
     # its events all carry one anonymous id (or none) and one weight: then each of its pages
     # (models.VisitPage) has the visit's visitor and weight
-    uniform = BooleanField(default=True)
+    uniform = BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])
     entry_at = DateTimeField(null=True)  # the first page view's occurred_at
     entry_page = TextField(null=True)
     exit_at = DateTimeField(null=True)  # the last page view's occurred_at

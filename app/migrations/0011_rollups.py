@@ -16,14 +16,15 @@ million events). Also:
 Run it, as every upgrade, before this version's workers start: the previous version's workers
 do not write the new tables.
 """
-from peewee import BooleanField, DoubleField, PostgresqlDatabase
+from peewee import SQL, BooleanField, DoubleField, PostgresqlDatabase
 
 from app import rollups, visits
 from models import EventSlot, VisitPage
 
 LOCK_TIMEOUT = "5s"
 SAMPLED_INDEX = "ON event (site_id, type, occurred_at) INCLUDE (weight) WHERE weight <> 1"
-NEW_COLUMNS = (("heartbeats", DoubleField(default=0)), ("uniform", BooleanField(default=True)))
+NEW_COLUMNS = (("heartbeats", DoubleField(default=0, constraints=[SQL("DEFAULT 0")])),
+               ("uniform", BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])))
 
 
 def up(migrator, db):
