@@ -3,10 +3,14 @@
 Every stored batch adds to its session's visit row: its first and last event times, counts,
 largest weight, and, when it holds a page view earlier (later) than the row's, the entry
 (exit) columns. A batch's own summary is computed here in Python (one pass over the events the
-request already holds); the merge with the stored row is one upsert whose SET clause is
-MERGE_SQL, the same text on PostgreSQL (inside app.tracking.store's single statement) and
-SQLite. `rebuild` derives visit rows from stored events: the migration that adds the table,
-erasure, and rows written outside the store path (tests, the benchmark's seeding) use it.
+request already holds); the merge with the stored row is one upsert (`upsert_sql`, inside
+app.tracking.store's statements on PostgreSQL). No column a merge changes on every batch
+(ended_at, the counts) is indexed, even in a partial index's condition: the two partial
+indexes read the booleans `lasting` and `plain`, which change once if ever. So PostgreSQL
+updates the row in place (HOT, with the table's fillfactor leaving room), without a new entry
+in each of its indexes. `rebuild` derives visit rows from stored events: the migration that
+adds the table, erasure, and rows written outside the store path (tests, the benchmark's
+seeding) use it.
 
 Ties: events are ordered by time, then by storage order (the event id), so a page view stored
 later at the same time is not an earlier entry but is a later exit; the merge keeps that rule.
@@ -31,26 +35,32 @@ PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "chan
 ENTRY_COLUMNS = ("entry_at", *PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)
 EXIT_COLUMNS = ("exit_at", "exit_page")
 COLUMNS = ("site_id", "session_id", "visitor", "started_at", "ended_at", "events", "pageviews",
-           "interactions", "weight", "heartbeats", "uniform", *ENTRY_COLUMNS, *EXIT_COLUMNS)
+           "interactions", "weight", "heartbeats", "uniform", "plain", "lasting",
+           *ENTRY_COLUMNS, *EXIT_COLUMNS)
 REBUILD_SESSIONS = 500  # session ids per rebuild statement
-LONG_VISIT = timedelta(days=1)  # visits at least this long are in the partial index visit_long
+LONG_VISIT = timedelta(days=1)  # a visit this long or longer is `lasting`
 
 
 def long_visit() -> SQL:
-    """The condition (on the visit table's own columns) of the partial index visit_long, as
-    migration 0011 spells it: a query must spell it the same for the database to use it."""
-    if is_postgres():
-        return SQL("ended_at - started_at >= interval '1 day'")
-    return SQL("julianday(ended_at) - julianday(started_at) >= 1")
+    """The condition of the partial index visit_long (migration 0011), as a query must spell
+    it for the database to use it."""
+    return SQL("lasting")
 
 
 def irregular() -> SQL:
     """The condition of the partial index visit_irregular (migration 0011): a session that is
     no visit (no page view), or whose events carry more than one anonymous id or weight."""
-    return SQL("(pageviews = 0 OR NOT uniform)")
+    return SQL("NOT plain")
 
 
-def _merge_rules() -> dict[str, str]:
+def lasts(first: Any, last: Any, postgres: bool) -> str:
+    """SQL: from `first` to `last` (SQL timestamps) is LONG_VISIT or more."""
+    if postgres:
+        return f"{last} - {first} >= interval '1 day'"
+    return f"julianday({last}) - julianday({first}) >= 1"
+
+
+def _merge_rules(postgres: bool) -> dict[str, str]:
     """Per column, how a batch's summary (`excluded`) merges into the stored row (`visit`)."""
     def chosen(column: str, at: str, wins: str) -> str:
         return upserts.chosen("visit", column, at, wins)
@@ -58,19 +68,26 @@ def _merge_rules() -> dict[str, str]:
     def extreme(column: str, wins: str) -> str:
         return upserts.extreme("visit", column, wins)
 
-    # read before the SET assigns: the stored row's own visitor and weight
-    same_visitor_and_weight = ("visit.visitor IS NOT DISTINCT FROM excluded.visitor "
-                               "AND visit.weight = excluded.weight")
-    return {"visitor": extreme("visitor", ">"), "started_at": extreme("started_at", "<"),
-            "ended_at": extreme("ended_at", ">"), "weight": extreme("weight", ">"),
+    # read before the SET assigns: the stored row's own visitor, weight, times and counts
+    one_id_and_weight = ("visit.uniform AND excluded.uniform "
+                         "AND visit.visitor IS NOT DISTINCT FROM excluded.visitor "
+                         "AND visit.weight = excluded.weight")
+    started, ended = extreme("started_at", "<"), extreme("ended_at", ">")
+    return {"visitor": extreme("visitor", ">"), "started_at": started, "ended_at": ended,
+            "weight": extreme("weight", ">"),
             **{column: upserts.summed("visit", column)
                for column in ("events", "pageviews", "interactions", "heartbeats")},
-            "uniform": f"visit.uniform AND excluded.uniform AND {same_visitor_and_weight}",
+            "uniform": one_id_and_weight,
+            "plain": f"{one_id_and_weight} AND visit.pageviews + excluded.pageviews > 0",
+            "lasting": f"visit.lasting OR excluded.lasting OR {lasts(started, ended, postgres)}",
             **{column: chosen(column, "entry_at", "<") for column in ENTRY_COLUMNS},
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
 
-UPSERT_SQL = upserts.upsert_sql("visit", COLUMNS, ("site_id", "session_id"), _merge_rules())
+def upsert_sql(postgres: bool) -> str:
+    """The visit upsert, `{rows}` its rows (VALUES or a SELECT), on PostgreSQL or SQLite."""
+    return upserts.upsert_sql("visit", COLUMNS, ("site_id", "session_id"),
+                              _merge_rules(postgres))
 
 
 def summary(site_id: int, session_id: str | None, visitor: str | None, weight: float,
@@ -91,7 +108,9 @@ def summary(site_id: int, session_id: str | None, visitor: str | None, weight: f
            "interactions": sum(event["type"] in INTERACTIONS for event in events),
            "weight": weight,
            "heartbeats": weight * sum(event["type"] == "heartbeat" for event in events),
-           "uniform": True, "entry_at": entry["occurred_at"] if entry else None,
+           "uniform": True, "plain": bool(views),
+           "lasting": max(times) - min(times) >= LONG_VISIT,
+           "entry_at": entry["occurred_at"] if entry else None,
            "exit_at": exit_view["occurred_at"] if exit_view else None,
            "exit_page": visit_pages.page(exit_view) if exit_view else None}
     for column, source in PAGE_ENTRY_COLUMNS.items():
@@ -104,7 +123,7 @@ def summary(site_id: int, session_id: str | None, visitor: str | None, weight: f
 
 def add(row: dict[str, Any] | None) -> None:
     """Merge one batch's summary into its visit (inside the caller's transaction)."""
-    upserts.add_rows(UPSERT_SQL, Visit, COLUMNS, [row] if row is not None else [])
+    upserts.add_rows(upsert_sql(is_postgres()), Visit, COLUMNS, [row] if row is not None else [])
 
 
 def uniform(anonymous_id: Any, weight: Any) -> Any:
@@ -127,7 +146,10 @@ def derived(scope: Any) -> Select:
         fn.SUM(Case(None, [(Event.type.in_(INTERACTIONS), 1)], 0)).alias("interactions"),
         fn.MAX(Event.weight).alias("weight"),
         fn.SUM(Case(None, [(Event.type == "heartbeat", Event.weight)], 0)).alias("heartbeats"),
-        uniform(Event.anonymous_id, Event.weight).alias("uniform"))
+        uniform(Event.anonymous_id, Event.weight).alias("uniform"),
+        (uniform(Event.anonymous_id, Event.weight)
+         & (fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0)) > 0)).alias("plain"),
+        SQL(lasts("MIN(occurred_at)", "MAX(occurred_at)", is_postgres())).alias("lasting"))
         .where(sessions).group_by(Event.site_id, Event.session_id).cte("per_session"))
     session = [Event.site_id, Event.session_id]
     # each entry column as its page view's event column (the page: its path, derived for old rows)
@@ -152,7 +174,8 @@ def derived(scope: Any) -> Select:
     columns = {"site_id": s.site_id, "session_id": s.session_id, "visitor": s.visitor,
                "started_at": s.started_at, "ended_at": s.ended_at, "events": s.events,
                "pageviews": s.pageviews, "interactions": s.interactions, "weight": s.weight,
-               "heartbeats": s.heartbeats, "uniform": s.uniform,
+               "heartbeats": s.heartbeats, "uniform": s.uniform, "plain": s.plain,
+               "lasting": s.lasting,
                "entry_at": f.occurred_at,
                **{column: getattr(f, column) for column in (*PAGE_ENTRY_COLUMNS,
                                                             *CONTEXT_COLUMNS)},

@@ -49,6 +49,9 @@ class Visit(BaseModel):
     # its events all carry one anonymous id (or none) and one weight: then each of its pages
     # (models.VisitPage) has the visit's visitor and weight
     uniform = BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])
+    # uniform and a visit (a page view): its page rows need nothing of its visit row
+    plain = BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])
+    lasting = BooleanField(default=False, constraints=[SQL("DEFAULT FALSE")])  # a day or more
     entry_at = DateTimeField(null=True)  # the first page view's occurred_at
     entry_page = TextField(null=True)
     exit_at = DateTimeField(null=True)  # the last page view's occurred_at
@@ -74,5 +77,6 @@ class Visit(BaseModel):
         indexes = (
             (("site_id", "session_id"), True),
             (("site_id", "started_at"), False),
-            (("site_id", "ended_at"), False),
         )
+        # and, made by migration 0011, the partial indexes visit_long (lasting) and
+        # visit_irregular (NOT plain) on (site_id, started_at)

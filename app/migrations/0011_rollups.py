@@ -4,11 +4,13 @@ app.event_slots), and two columns of the visit (heartbeats, uniform); derived he
 events already stored, reading the event table twice (bench/README.md gives the time at 10
 million events). Also:
 
-- visit_long replaces the index on (site_id, ended_at): only visits of a day or more are in
-  it, so finding the visits that cross an instant is an index range of the day before it plus
-  this small index, where the full index read every visit that ended later.
+- visit_long replaces the index on (site_id, ended_at): only visits of a day or more
+  (`lasting`) are in it, so finding the visits that cross an instant is an index range of the
+  day before it plus this small index, where the full index read every visit that ended
+  later. And ended_at, which every batch moves, is no longer indexed: with the fillfactor's
+  room, a batch updates its visit row in place (HOT), without new entries in its indexes.
 - visit_irregular: the sessions that are no visit or carry more than one anonymous id or
-  weight (few), whose page rows the analytics correct with their visit row.
+  weight (`NOT plain`: few), whose page rows the analytics correct with their visit row.
 - event_sessionless: the events without a session id (goals posted by a backend; few), which
   the page rows do not hold; a partial index, so other events pay nothing for it.
 - event_sampled (0009b) goes: the counts per type it served are the quarter hours' now.
@@ -24,10 +26,12 @@ from models import EventSlot, VisitPage
 LOCK_TIMEOUT = "5s"
 # A batch updates its visit's page rows and the current quarter hour's row; none of the
 # columns it changes is indexed, so PostgreSQL updates in place (HOT) when the page has room.
-FILLFACTOR = {"visit_page": 85, "event_slot": 50}
+FILLFACTOR = {"visit": 80, "visit_page": 85, "event_slot": 50}
 SAMPLED_INDEX = "ON event (site_id, type, occurred_at) INCLUDE (weight) WHERE weight <> 1"
 NEW_COLUMNS = (("heartbeats", DoubleField(default=0, constraints=[SQL("DEFAULT 0")])),
-               ("uniform", BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])))
+               ("uniform", BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])),
+               ("plain", BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])),
+               ("lasting", BooleanField(default=False, constraints=[SQL("DEFAULT FALSE")])))
 
 
 def up(migrator, db):
@@ -45,7 +49,7 @@ def up(migrator, db):
         for table, percent in FILLFACTOR.items():
             db.execute_sql(f"ALTER TABLE {table} SET (fillfactor = {percent})")
     db.execute_sql("DROP INDEX IF EXISTS visit_site_id_ended_at")
-    db.execute_sql("CREATE INDEX visit_long ON visit (site_id, ended_at) "
+    db.execute_sql("CREATE INDEX visit_long ON visit (site_id, started_at) "
                    f"WHERE {visits.long_visit().sql}")
     db.execute_sql("CREATE INDEX visit_irregular ON visit (site_id, started_at) "
                    f"WHERE {visits.irregular().sql}")

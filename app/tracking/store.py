@@ -29,7 +29,7 @@ from models import Batch, Event, Usage, database
 
 # The batch's visit summary (app.visits.summary, a JSON object; null without a session)
 # merged into its visit row, only when the batch was stored now.
-BATCH_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+BATCH_VISIT_UPSERT = visits.upsert_sql(postgres=True).format(rows=f"""SELECT {", ".join(
     f"v.{column}" for column in visits.COLUMNS)}
     FROM new_batch, jsonb_populate_record(NULL::visit, $21) AS v
     WHERE v.session_id IS NOT NULL""")
@@ -45,7 +45,7 @@ BATCH_SLOT_UPSERT = event_slots.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
 # A group's visit rows: the sums over its stored batches of one session, the entry columns of
 # the batch with the earliest page view, the exit columns of the one with the latest (ties: the
 # later batch in the group), in (site, session) order like the other upserts.
-GROUP_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
+GROUP_VISIT_UPSERT = visits.upsert_sql(postgres=True).format(rows=f"""SELECT {", ".join(
     f"n.{column}" if column in visits.ENTRY_COLUMNS
     else f"x.{column}" if column in visits.EXIT_COLUMNS else f"v.{column}"
     for column in visits.COLUMNS)}
@@ -53,6 +53,10 @@ GROUP_VISIT_UPSERT = visits.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
     LEFT JOIN visit_entries AS n USING (site_id, session_id)
     LEFT JOIN visit_exits AS x USING (site_id, session_id)
     ORDER BY v.site_id, v.session_id""")
+# Whether a group's batches of one session carry one anonymous id (or none) and one weight.
+GROUP_UNIFORM = """(bool_and(uniform) AND min(weight) = max(weight)
+               AND (count(visitor) = 0 OR (count(visitor) = count(*)
+                                           AND min(visitor) = max(visitor))))"""
 # A group's page rows and quarter-hour rows: its batches' rows summed per key, in key order.
 GROUP_PAGE_UPSERT = visit_pages.UPSERT_SQL.format(rows="""SELECT p.site_id, p.session_id,
         p.page, max(p.visitor), min(p.started_at), max(p.ended_at), sum(p.events),
@@ -174,10 +178,9 @@ WITH input AS (
     SELECT site_id, session_id, max(visitor) AS visitor, min(started_at) AS started_at,
            max(ended_at) AS ended_at, sum(events) AS events, sum(pageviews) AS pageviews,
            sum(interactions) AS interactions, max(weight) AS weight,
-           sum(heartbeats) AS heartbeats,
-           bool_and(uniform) AND min(weight) = max(weight)
-               AND (count(visitor) = 0 OR (count(visitor) = count(*)
-                                           AND min(visitor) = max(visitor))) AS uniform
+           sum(heartbeats) AS heartbeats, bool_or(lasting) OR {visits.lasts(
+               "min(started_at)", "max(ended_at)", postgres=True)} AS lasting,
+           {GROUP_UNIFORM} AS uniform, {GROUP_UNIFORM} AND sum(pageviews) > 0 AS plain
     FROM visit_parts GROUP BY site_id, session_id
 ), visit_entries AS (
     SELECT DISTINCT ON (site_id, session_id) * FROM visit_parts WHERE entry_at IS NOT NULL

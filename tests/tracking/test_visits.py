@@ -141,7 +141,8 @@ def test_one_visit_by_hand(client, app, std_site, clock):
         "site_id": std_site.site.id, "session_id": "visit-1", "visitor": "anon-b",
         "started_at": t0 - timedelta(seconds=90), "ended_at": t1, "events": 6,
         "pageviews": 2, "interactions": 3, "weight": 1.0,
-        "heartbeats": 1.0, "uniform": False,  # anon-b, then anon-a
+        "heartbeats": 1.0, "uniform": False, "plain": False,  # anon-b, then anon-a
+        "lasting": False,
         "entry_at": t0 - timedelta(seconds=90), "entry_page": "/pricing",
         "source": "newsletter", "channel": "Email", "referrer": "https://mail.example/",
         "utm_source": "newsletter", "utm_medium": "email", "utm_campaign": None,
@@ -200,7 +201,22 @@ def test_a_visit_over_several_batches(client, app, std_site, clock):
     row = only_visit(app)
     assert (row["events"], row["pageviews"], row["interactions"]) == (8, 4, 4)
     assert (row["entry_page"], row["exit_page"]) == ("/page-0", "/page-3")
-    assert (row["uniform"], row["heartbeats"]) == (True, 0)
+    assert (row["uniform"], row["plain"], row["lasting"], row["heartbeats"]) == (
+        True, True, False, 0)
+
+
+def test_a_visit_of_a_day_or_more_is_lasting(client, app, std_site, clock):
+    """A tab left open: the same session's batches 23 hours apart, then 25."""
+    t0 = clock.now - timedelta(days=2)
+    send(client, std_site, clock, t0, [("pageview", "/", t0)], BROWSER_HEADERS)
+    later = t0 + timedelta(hours=23)
+    send(client, std_site, clock, later, [("heartbeat", "/", later)], BROWSER_HEADERS)
+    assert only_visit(app)["lasting"] is False
+    latest = t0 + timedelta(hours=25)
+    send(client, std_site, clock, latest, [("heartbeat", "/", latest)], BROWSER_HEADERS)
+    row = only_visit(app)
+    assert (row["lasting"], row["plain"], row["ended_at"] - row["started_at"]) == (
+        True, True, timedelta(hours=25))
 
 
 def test_a_later_batch_with_an_earlier_page_view_becomes_the_entry(client, app, std_site, clock):
