@@ -22,7 +22,7 @@ screenWidth):
 Prints per tree and load the range (and median) over the rounds of requests/s, of the ratio to
 that server's no-op of the same round, and of gunicorn's CPU per request; then, round by
 round, this checkout against the base for each load (its vs-no-op ratio divided by the base's,
-and its gunicorn CPU per request divided by the base's), the spray's cost against the cached
+and its gunicorn and PostgreSQL CPU per request divided by the base's), the spray's cost against the cached
 request per tree, and each worker's peak RSS.
 """
 import argparse
@@ -144,8 +144,9 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
           f"workers x {args.worker_threads} threads each, wrk -t{args.threads} "
           f"-c{args.connections} -d{args.duration}s, {args.rounds} rounds, {os.cpu_count()} "
           f"cores shared by all\n")
-    print("| tree | load | requests/s | vs no-op | gunicorn CPU ms/request | non-2xx |")
-    print("|---|---|---|---|---|---|")
+    print("| tree | load | requests/s | vs no-op | gunicorn CPU ms/request | "
+          "PostgreSQL CPU ms/request | non-2xx |")
+    print("|---|---|---|---|---|---|---|")
     ratios = {name: [{load: results[load]["rps"] / results[NOOP]["rps"] for load in loads}
                      for results in runs[name]] for name in TREES}
     for name in TREES:
@@ -154,16 +155,19 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
             print(f"| {name} | {load} | {spread([r['rps'] for r in results])} | "
                   f"{ranged([rounds[load] for rounds in ratios[name]], '{:.3f}')} | "
                   f"{ranged([r['cpu']['gunicorn'] for r in results], '{:.2f}')} | "
+                  f"{ranged([r['cpu']['postgres'] for r in results], '{:.3f}')} | "
                   f"{sum(r['non2xx'] for r in results)} |")
     print("\nthis / base, round by round (1.00: the same cost; throughput ratios above 1 and "
           "CPU ratios below 1 favour this):")
     for load in loads[1:]:
         throughput = [this[load] / base[load]
                       for this, base in zip(ratios["this"], ratios["base"], strict=True)]
-        cpu = [this[load]["cpu"]["gunicorn"] / base[load]["cpu"]["gunicorn"]
-               for this, base in zip(runs["this"], runs["base"], strict=True)]
-        print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')}; gunicorn CPU "
-              f"per request {ranged(cpu, '{:.3f}')}")
+        cpu = {server: [this[load]["cpu"][server] / base[load]["cpu"][server]
+                        for this, base in zip(runs["this"], runs["base"], strict=True)]
+               for server in ("gunicorn", "postgres")}
+        print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')}; CPU per request, "
+              f"gunicorn {ranged(cpu['gunicorn'], '{:.3f}')}, PostgreSQL "
+              f"{ranged(cpu['postgres'], '{:.3f}')}")
     print("\nspray (a new User-Agent each request) against the cached 1-event request "
           "(2.00: twice the cost), round by round:")
     for name in TREES:
