@@ -20,10 +20,10 @@ screenWidth):
 - 1-event batches with a User-Agent never seen before on every request (a spray).
 
 Prints per tree and load the range (and median) over the rounds of requests/s, of the ratio to
-that server's no-op of the same round, and of gunicorn's CPU per request; then, round by
-round, this checkout against the base for each load (its vs-no-op ratio divided by the base's,
-and its gunicorn and PostgreSQL CPU per request divided by the base's), the spray's cost against the cached
-request per tree, and each worker's peak RSS.
+that server's no-op of the same round, and of gunicorn's and PostgreSQL's CPU per request;
+then, round by round, this checkout against the base for each load (its vs-no-op ratio
+divided by the base's, and its CPU per request divided by the base's), the spray's cost
+against the cached request per tree, and each worker's peak RSS.
 """
 import argparse
 import os
