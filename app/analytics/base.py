@@ -232,9 +232,9 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     of its own (`reading`, with the caller's time limit). A statement runs on one core, so a
     comparison period read beside the queried one halves what the agent waits on the 2-core
     machine (bench/README.md). At most one level: a call made this way runs its own
-    `concurrently` in turn, so a tool call holds at most two connections of the pool. SQLite
-    (one writer, small data) and calls outside `reading` run in turn. An error in any call is
-    raised here."""
+    `concurrently` in turn, so a request holds at most two connections of the pool, and a
+    worker's 4 threads (deploy/) at most the pool's 8 (app.db). SQLite (one writer, small
+    data) and calls outside `reading` run in turn. An error in any call is raised here."""
     if len(calls) < 2 or not can_run_concurrently():
         return [call() for call in calls]
     timeout, memo = _call_timeout.get(), _call_memo.get()
