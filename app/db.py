@@ -145,3 +145,19 @@ def release_connections() -> None:
     close_all = getattr(target, "close_all", None)
     if close_all is not None:
         close_all()
+
+
+def create_postgres_indexes(db: Database, indexes: dict[str, str]) -> None:
+    """A migration's PostgreSQL-only indexes ({name: "ON table (...) ..."}), without a time
+    limit: building one reads the whole table. SQLite (the small deployments) keeps its own."""
+    if isinstance(db, PostgresqlDatabase):
+        db.execute_sql("SET LOCAL statement_timeout = 0")
+        for name, definition in indexes.items():
+            db.execute_sql(f"CREATE INDEX IF NOT EXISTS {name} {definition}")
+
+
+def drop_postgres_indexes(db: Database, indexes: dict[str, str]) -> None:
+    """What create_postgres_indexes made, for a migration's down()."""
+    if isinstance(db, PostgresqlDatabase):
+        for name in indexes:
+            db.execute_sql(f"DROP INDEX IF EXISTS {name}")

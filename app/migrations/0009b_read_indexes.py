@@ -21,7 +21,7 @@ them reads the whole table once, under a lock that holds back ingest meanwhile: 
 table, deploy in a quiet hour. SQLite (the small deployments) keeps its indexes: a partial index is used there
 only when the query spells its condition as a literal, and Peewee binds values as parameters.
 """
-from peewee import PostgresqlDatabase
+from app.db import create_postgres_indexes, drop_postgres_indexes
 
 INDEXES = {
     "event_page_steps": "ON event (site_id, path text_pattern_ops, occurred_at) "
@@ -33,13 +33,8 @@ INDEXES = {
 
 
 def up(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        db.execute_sql("SET LOCAL statement_timeout = 0")
-        for name, definition in INDEXES.items():
-            db.execute_sql(f"CREATE INDEX IF NOT EXISTS {name} {definition}")
+    create_postgres_indexes(db, INDEXES)
 
 
 def down(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        for name in INDEXES:
-            db.execute_sql(f"DROP INDEX IF EXISTS {name}")
+    drop_postgres_indexes(db, INDEXES)

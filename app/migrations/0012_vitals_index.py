@@ -28,7 +28,7 @@ table only for pages that VACUUM has marked all-visible: autovacuum does so for 
 SQLite (the small deployments) keeps its indexes: it reads its 30 days' 29,000 performance
 events of 1 million from the table in 0.1 s.
 """
-from peewee import PostgresqlDatabase
+from app.db import create_postgres_indexes, drop_postgres_indexes
 
 VITALS = ("lcp", "inp", "cls", "fcp", "ttfb")
 METRIC = ("(CASE WHEN (jsonb_typeof(properties -> '{0}') = 'number') "
@@ -45,13 +45,8 @@ INDEXES = {
 
 
 def up(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        db.execute_sql("SET LOCAL statement_timeout = 0")
-        for name, definition in INDEXES.items():
-            db.execute_sql(f"CREATE INDEX IF NOT EXISTS {name} {definition}")
+    create_postgres_indexes(db, INDEXES)
 
 
 def down(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        for name in INDEXES:
-            db.execute_sql(f"DROP INDEX IF EXISTS {name}")
+    drop_postgres_indexes(db, INDEXES)

@@ -32,7 +32,7 @@ the table through event_site_id_type_occurred_at, 21-34 ms against 17-44 ms for 
 per name that describe read before; and it uses a partial index only when the query spells its
 condition as a literal, which Peewee's bound parameters are not.
 """
-from peewee import PostgresqlDatabase
+from app.db import create_postgres_indexes, drop_postgres_indexes
 
 INDEXES = {
     "event_named_properties": "ON event (site_id, type, occurred_at) INCLUDE (name, weight, "
@@ -44,13 +44,8 @@ INDEXES = {
 
 
 def up(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        db.execute_sql("SET LOCAL statement_timeout = 0")
-        for name, definition in INDEXES.items():
-            db.execute_sql(f"CREATE INDEX IF NOT EXISTS {name} {definition}")
+    create_postgres_indexes(db, INDEXES)
 
 
 def down(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        for name in INDEXES:
-            db.execute_sql(f"DROP INDEX IF EXISTS {name}")
+    drop_postgres_indexes(db, INDEXES)
