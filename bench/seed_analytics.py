@@ -13,8 +13,9 @@ vitals, heartbeats, scrolls, clicks, form submits, errors, custom events with pr
 identified users; returning visitors; the last two days sampled at weight 2), with the visit
 context columns filled as DESIGN.md's contract says, plus server events, crawl hits, ingest
 tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY,
-SQLite rows through executemany in transactions of 100,000; then the visit table's rows are
-derived from them (app.visits.rebuild, as migration 0010 does), timed. --timezone sets
+SQLite rows through executemany in transactions of 100,000; then the rows ingest keeps (visits,
+visit pages, quarter hours) are derived from them (app.rollups.rebuild, as migration 0011
+does), in time order as ingest writes them, timed. --timezone sets
 the site's time zone when the schema has one (migration 0009).
 Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
 arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
@@ -265,11 +266,11 @@ def prepare(args: argparse.Namespace) -> None:
     stored = seed(sink, site_id, noise_id, args.events, args.days, now)
     print(f"seeded {stored:,} events for {DOMAIN} over {args.days} days (and the rest) in "
           f"{time.perf_counter() - started:.1f} s")
-    derive_visits(app)
+    derive_rollups(app)
 
 
-def derive_visits(app: Any) -> None:
-    """The visit table's rows of the seeded events (what migration 0010 does for events stored
+def derive_rollups(app: Any) -> None:
+    """The rows ingest keeps of the seeded events (what migration 0011 does for events stored
     before it), timed: ingest keeps them up to date, COPY does not."""
     from app import rollups
     from app.db import is_postgres, release_connections
@@ -281,7 +282,8 @@ def derive_visits(app: Any) -> None:
             if is_postgres():
                 database.execute_sql("SET LOCAL statement_timeout = 0")
             count = rollups.rebuild()
-        database.execute_sql("ANALYZE visit; ANALYZE visit_page; ANALYZE event_slot")
+        for table in ("visit", "visit_page", "event_slot"):
+            database.execute_sql(f"ANALYZE {table}")
     release_connections()
     print(f"derived {count:,} visit rows in {time.perf_counter() - started:.1f} s")
 
