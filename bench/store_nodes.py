@@ -1,0 +1,103 @@
+"""Where PostgreSQL spends a stored batch: the single-batch store statement (app.tracking.store)
+run N times under EXPLAIN (ANALYZE), the median time of each of its INSERT nodes and of the
+whole execution, the commit left out (its fsync is most of a lone batch's wall time and swings
+with the disk). A tree's own statement, so two trees compare in the same minute:
+
+    python bench/store_nodes.py [--tree DIR] [--database NAME] [--batches 1500]
+
+The database (created when missing, never dropped) is migrated by the tree's code; each batch
+is one page view of a browser request, five batches a session, a page of fifty.
+"""
+import argparse
+import os
+import re
+import statistics
+import sys
+import uuid
+from contextlib import suppress
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg2
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE = re.compile(r"(Insert on \w+).*actual time=[\d.]+\.\.([\d.]+)")
+TOTAL = re.compile(r"Execution Time: ([\d.]+)")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose code runs")
+    parser.add_argument("--database", default="egis_store_nodes")
+    parser.add_argument("--batches", type=int, default=1500)
+    return parser.parse_args()
+
+
+def statement_params(store: Any, rows: Any) -> dict[str, Any]:
+    """The single-batch statement's parameters, as app.tracking.store passes them."""
+    params = {"site_id": rows.site_id, "batch_key": rows.batch_key, "count": len(rows.events),
+              "received_at": rows.received_at, "session_id": rows.session_id,
+              "anonymous_id": rows.anonymous_id, "user_id": None, "sent_ts": rows.sent_ts,
+              "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
+              "period": rows.period, "shard": rows.shard, **rows.context.columns(),
+              "visit": orjson.dumps(rows.visit() or {}).decode()}
+    for name in ("pages", "slots"):  # what a tree before the rollups does not have
+        if hasattr(rows, name):
+            params[name] = orjson.dumps(getattr(rows, name)()).decode()
+    return {name: params[name] for name, _type in store._PG_STORE_BATCH.parameters}
+
+
+def main() -> None:
+    args = parse_args()
+    sys.path.insert(0, str(args.tree.resolve()))
+    sys.path.insert(0, str(ROOT / "bench"))
+    os.chdir(args.tree)
+    from pg import admin, database_url
+
+    from app import create_app
+    from app.cli import upgrade_schema
+    from app.tracking import ingest, store
+    from app.tracking.quota import period_of, shard
+    from app.visit.context import RequestContext
+    from models import Site, database
+
+    with suppress(psycopg2.errors.DuplicateDatabase):  # kept from an earlier run: migrated below
+        admin(f"CREATE DATABASE {args.database}")
+    app = create_app({"DATABASE_URL": database_url(args.database)})
+    with app.app_context():
+        upgrade_schema()
+        with database.connection_context():
+            site, _ = Site.get_or_create(domain="nodes.example", defaults={"plan": "pro"})
+            context = RequestContext("DE", "Mobile", "Chrome", "131", "Android", "14", "de",
+                                     "small")
+            statement = store._PG_STORE_BATCH
+            types = ", ".join(sql_type for _name, sql_type in statement.parameters)
+            database.execute_sql(f"PREPARE nodes({types}) AS {statement.body}")
+            execute = ("EXPLAIN (ANALYZE, TIMING ON) EXECUTE nodes("
+                       + ", ".join(f"%({name})s" for name, _ in statement.parameters) + ")")
+            now, sent = datetime.utcnow(), 1_780_000_000_000
+            times: dict[str, list[float]] = {}
+            for number in range(args.batches):
+                received = now + timedelta(milliseconds=number)
+                event = ingest.event_row({"type": "pageview", "timestamp": sent,
+                                          "pageUrl": f"https://nodes.example/p{number % 50}"},
+                                         received, sent, "nodes.example")
+                rows = store.BatchRows(
+                    site_id=site.id, batch_key=uuid.uuid4().hex, session_id=f"s{number // 5}",
+                    anonymous_id=f"a{number // 10}", user_id=None, sent_ts=sent,
+                    received_at=received, weight=1.0, events=[event],
+                    period=period_of(received), shard=shard(), context=context)
+                cursor = database.execute_sql(execute, statement_params(store, rows))
+                for (line,) in cursor.fetchall():
+                    if found := NODE.search(line):
+                        times.setdefault(found.group(1), []).append(float(found.group(2)))
+                    elif found := TOTAL.search(line):
+                        times.setdefault("execution", []).append(float(found.group(1)))
+    print(f"{args.tree}: " + ", ".join(f"{name} {statistics.median(values) * 1000:.0f} µs"
+                                       for name, values in times.items()))
+
+
+if __name__ == "__main__":
+    main()
