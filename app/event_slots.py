@@ -79,23 +79,17 @@ def _derived(scope: Any) -> Select:
 def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None) -> None:
     """Derive the rows of a site (every site: None), or of some of its quarter hours, from the
     stored events, replacing what was there."""
-    fields = [EventSlot._meta.fields[column] for column in COLUMNS]
     site = (EventSlot.site_id == site_id) if site_id is not None else SQL("1 = 1")
     events = (Event.site_id == site_id) if site_id is not None else SQL("1 = 1")
     with database.atomic():
-        if slots is None and site_id is None and is_postgres():
-            EventSlot.truncate_table()  # a DELETE of every row would leave them all dead
-            EventSlot.insert_from(_derived(events), fields).execute()
-            return
         if slots is None:
-            EventSlot.delete().where(site).execute()
-            EventSlot.insert_from(_derived(events), fields).execute()
+            upserts.replace_rows(EventSlot, COLUMNS, site, _derived(events), site_id is None)
             return
         wanted = sorted(set(slots))
         for start in range(0, len(wanted), REBUILD_SLOTS):
             chunk = wanted[start:start + REBUILD_SLOTS]
-            EventSlot.delete().where(site & EventSlot.slot.in_(chunk)).execute()
             scope = (events & (Event.occurred_at >= chunk[0])
                      & (Event.occurred_at < chunk[-1] + SLOT)
                      & slot_column(Event.occurred_at).in_(chunk))
-            EventSlot.insert_from(_derived(scope), fields).execute()
+            upserts.replace_rows(EventSlot, COLUMNS, site & EventSlot.slot.in_(chunk),
+                                 _derived(scope), False)

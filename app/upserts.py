@@ -10,8 +10,9 @@ MAX(a, b), which the two databases spell differently.
 from collections.abc import Iterable
 from typing import Any
 
-from peewee import Model
+from peewee import Model, Select
 
+from app.db import is_postgres
 from models import database
 
 
@@ -52,3 +53,15 @@ def add_rows(upsert: str, model: type[Model], columns: tuple[str, ...],
     database.execute_sql(
         upsert.format(rows="VALUES " + ", ".join([row_marks] * len(rows))),
         [field.db_value(row[field.name]) for row in rows for field in fields])
+
+
+def replace_rows(model: type[Model], columns: tuple[str, ...], where: Any, rows: Select,
+                 everything: bool) -> None:
+    """Replace the table's rows matching `where` by `rows` (a SELECT of `columns`), inside the
+    caller's transaction; `everything`: every row of the table, emptied with TRUNCATE on
+    PostgreSQL, where a DELETE of every row would leave them all dead."""
+    if everything and is_postgres():
+        model.truncate_table()
+    else:
+        model.delete().where(where).execute()
+    model.insert_from(rows, [model._meta.fields[column] for column in columns]).execute()

@@ -17,6 +17,7 @@ later at the same time is not an earlier entry but is a later exit; the merge ke
 """
 from collections.abc import Iterable
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, fn
@@ -84,8 +85,10 @@ def _merge_rules(postgres: bool) -> dict[str, str]:
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
 
+@cache
 def upsert_sql(postgres: bool) -> str:
-    """The visit upsert, `{rows}` its rows (VALUES or a SELECT), on PostgreSQL or SQLite."""
+    """The visit upsert, `{rows}` its rows (VALUES or a SELECT), on PostgreSQL or SQLite;
+    built once per kind (SQLite stores every batch with it)."""
     return upserts.upsert_sql("visit", COLUMNS, ("site_id", "session_id"),
                               _merge_rules(postgres))
 
@@ -224,12 +227,8 @@ def _rebuild_scope(site_id: int | None, session_ids: list[str] | None) -> int:
         for model, columns, rows in ((Visit, COLUMNS, derived(scope)),
                                      (VisitPage, visit_pages.COLUMNS,
                                       visit_pages.derived(scope))):
-            if site_id is None and session_ids is None and is_postgres():
-                model.truncate_table()  # a DELETE of every row would leave them all dead
-            else:
-                model.delete().where(tables[model]).execute()
             # in the order ingest writes them, so that a period's rows lie together
             ordered = Select([rows.alias("rows")], [SQL("*")]).order_by(SQL('"started_at"'))
-            model.insert_from(ordered, [model._meta.fields[column]
-                                        for column in columns]).execute()
+            upserts.replace_rows(model, columns, tables[model], ordered,
+                                 site_id is None and session_ids is None)
     return Visit.select().where(tables[Visit]).count()

@@ -234,19 +234,19 @@ def _page_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
     if views_only:  # the page views alone: a visit counts where it viewed the page
         where = (c.views > 0) if where is None else where & (c.views > 0)
     events, stored = (c.pageviews, c.views) if views_only else (c.events, c.stored)
-    figures = [c.visitor, c.w.alias("vw"), *[Value(0).alias(name)
-                                             for name in ("bounced", "vpv", "vdur")]]
+    # no bounce, views per visit or duration here (PAGE_METRICS)
+    unread = [Value(0).alias(name) for name in ("bounced", "vpv", "vdur")]
     if dimensions:
         selected = Select([pages], [dimensions[0].sql(row).alias("d0"),
                                     events.alias("events"), stored.alias("stored"),
-                                    c.pageviews, c.sampled, c.vid, *figures])
-    else:
+                                    c.pageviews, c.sampled, c.vid, c.visitor,
+                                    c.w.alias("vw"), *unread])
+    else:  # a session's visit figures are the same on each of its pages
         selected = Select([pages], [
             fn.SUM(events).alias("events"), fn.SUM(stored).alias("stored"),
             fn.SUM(c.pageviews).alias("pageviews"), fn.MAX(c.sampled).alias("sampled"),
             fn.MAX(c.vid).alias("vid"), fn.MAX(c.visitor).alias("visitor"),
-            fn.MAX(c.w).alias("vw"), *[Value(0).alias(name) for name in
-                                        ("bounced", "vpv", "vdur")]]).group_by(c.sid)
+            fn.MAX(c.w).alias("vw"), *unread]).group_by(c.sid)
     if where is not None:
         selected = selected.where(where)
     selected = selected.cte("selected")
@@ -507,32 +507,29 @@ def _statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimen
                 condition &= getattr(source.c, key).is_null(False)
         return condition
 
+    row_keys = [getattr(s, key) for key in keys]
+    visitor = [s.visitor] if by_visitor else []
+
+    def aggregate_of(grand: Any, columns: list[Any]) -> Select:
+        return Select([selected], [grand.alias("grand"), *columns, *visitor,
+                                   *[total.alias(name) for name, total in sums.items()],
+                                   fn.MAX(s.sampled).alias("sampled")])
+
     def first(grand: int) -> Select:
         """The first aggregate of `selected`, per row (grand 0) or over everything (1)."""
-        columns = [getattr(s, key) for key in keys] if grand == 0 else []
-        where: Any = True
-        if grand == 0:
-            where = goals_only(selected)
-            if any(d.kind == "visit" for d in dimensions):  # events outside visits: no row
-                where &= in_visit
-        groups = [*columns, *([s.visitor] if by_visitor else [])]
-        found = Select([selected], [
-            Value(grand).alias("grand"), *(columns or [Value(None).alias(key) for key in keys]),
-            *([s.visitor] if by_visitor else []),
-            *[total.alias(name) for name, total in sums.items()],
-            fn.MAX(s.sampled).alias("sampled")]).where(where)
-        return found.group_by(*groups) if groups else found
+        if grand == 1:
+            found = aggregate_of(Value(1), [Value(None).alias(key) for key in keys])
+            return found.group_by(*visitor) if visitor else found
+        where = goals_only(selected)
+        if any(d.kind == "visit" for d in dimensions):  # events outside visits: no row
+            where &= in_visit
+        return aggregate_of(Value(0), row_keys).where(where).group_by(*row_keys, *visitor)
 
     def first_in_one_pass() -> Select:
         """Both levels at once: the rows are visits, every one in a row (PostgreSQL)."""
-        columns = [getattr(s, key) for key in keys]
-        visitor = [s.visitor] if by_visitor else []
-        sets = EnclosedNodeList([EnclosedNodeList([*columns, *visitor]),
+        sets = EnclosedNodeList([EnclosedNodeList([*row_keys, *visitor]),
                                  EnclosedNodeList(visitor)])
-        return Select([selected], [
-            fn.GROUPING(columns[0]).alias("grand"), *columns, *visitor,
-            *[total.alias(name) for name, total in sums.items()],
-            fn.MAX(s.sampled).alias("sampled")]).group_by(
+        return aggregate_of(fn.GROUPING(row_keys[0]), row_keys).group_by(
             NodeList((SQL("GROUPING SETS"), sets)))
 
     grands = [0] if rows_only else [0, 1] if keys else [1]
