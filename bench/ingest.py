@@ -168,8 +168,9 @@ def descendants(root: int, processes: dict[int, tuple]) -> set[int]:
     return found
 
 
-def flask(*args: str, env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-m", "flask", *args], cwd=ROOT, env=env, check=True,
+def flask(*args: str, env: dict[str, str], root: Path = ROOT) -> str:
+    """The `flask` CLI of the tree at `root`."""
+    return subprocess.run([sys.executable, "-m", "flask", *args], cwd=root, env=env, check=True,
                           capture_output=True, text=True).stdout
 
 
@@ -265,18 +266,20 @@ def bench_env(db_url: str, port: int, workers: int, threads: int) -> dict[str, s
             "GUNICORN_THREADS": str(threads), "GUNICORN_LOGLEVEL": "warning"}
 
 
-def create_bench_site(db_name: str, env: dict[str, str], commit_delay: int = 0) -> str:
-    """A fresh database `db_name`, migrated, with a pro site and no quota in reach; its write
-    key."""
+def create_bench_site(db_name: str, env: dict[str, str], commit_delay: int = 0,
+                      root: Path = ROOT) -> str:
+    """A fresh database `db_name`, migrated by the tree at `root`, with a pro site and no quota
+    in reach; its write key."""
     admin(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
     admin(f"CREATE DATABASE {db_name}")
     if commit_delay:
         admin(f"ALTER DATABASE {db_name} SET commit_delay = {commit_delay}")
         admin(f"ALTER DATABASE {db_name} SET commit_siblings = 1")
-    flask("db", "upgrade", env=env)
+    flask("db", "upgrade", env=env, root=root)
     flask("sites", "create", "bench.example", "--plan", "pro", "--monthly-quota", "2000000000",
-          env=env)
-    return flask("keys", "create", "bench.example", "--kind", "write", env=env).splitlines()[-1]
+          env=env, root=root)
+    return flask("keys", "create", "bench.example", "--kind", "write", env=env,
+                 root=root).splitlines()[-1]
 
 
 LOADS = ((50, False), (5, True), (1, False))  # events per batch, gzip-compressed

@@ -43,10 +43,16 @@ def statement_params(store: Any, rows: Any) -> dict[str, Any]:
               "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
               "period": rows.period, "shard": rows.shard, **rows.context.columns(),
               "visit": orjson.dumps(rows.visit() or {}).decode()}
-    for name in ("pages", "slots"):  # what a tree before the rollups does not have
+    for name in ("pages", "slots"):  # what the trees that sent the rollups' rows as JSON pass
         if hasattr(rows, name):
             params[name] = orjson.dumps(getattr(rows, name)()).decode()
-    return {name: params[name] for name, _type in store._PG_STORE_BATCH.parameters}
+    return {name: params.get(name) for name, _type in batch_statement(store).parameters}
+
+
+def batch_statement(store: Any) -> Any:
+    """The tree's single-batch statement (built at first use since the rollups were made in
+    SQL)."""
+    return store.statements()[0] if hasattr(store, "statements") else store._PG_STORE_BATCH
 
 
 def main() -> None:
@@ -72,7 +78,7 @@ def main() -> None:
             site, _ = Site.get_or_create(domain="nodes.example", defaults={"plan": "pro"})
             context = RequestContext("DE", "Mobile", "Chrome", "131", "Android", "14", "de",
                                      "small")
-            statement = store._PG_STORE_BATCH
+            statement = batch_statement(store)
             types = ", ".join(sql_type for _name, sql_type in statement.parameters)
             database.execute_sql(f"PREPARE nodes({types}) AS {statement.body}")
             execute = ("EXPLAIN (ANALYZE, TIMING ON) EXECUTE nodes("

@@ -1,12 +1,15 @@
 """What the visit context costs: this checkout against a base tree (main), in one run.
 
     python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
+                          [--own-databases]
 
 Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
 `git merge-base HEAD main`: main before this change, whatever main merged since) into a
-scratch directory, creates one
-database of its own (`egis_visit_bench_<pid>`, migrated by this checkout, whose schema the base
-can write to; dropped at the end), a pro site and its write key, and serves both trees at once,
+scratch directory, creates one database of its own (`egis_visit_bench_<pid>`, migrated by this
+checkout, whose schema the base can write to; dropped at the end), a pro site and its write key,
+or with --own-databases one database per tree, each migrated by its own tree's code (so that what
+a change does to the schema, such as another index, is in the comparison too), and serves both
+trees at once,
 each on its own port with the same gunicorn shape (deploy/gunicorn.conf.py, WORKERS x THREADS,
 one trusted proxy hop); only one is loaded at a time. Round after round, for each load, it
 measures one tree then the other (the order alternates between rounds), so that the two
@@ -50,6 +53,7 @@ from ingest import (
 from pg import admin, database_url, free_ports, run_database
 
 DB_NAME = run_database("visit_bench")
+BASE_DB_NAME = run_database("visit_bench_base")  # the base's own, with --own-databases
 NOOP = "no-op"
 LOADS = (("1-event", 1, False, False), ("5-event gzip", 5, True, False),
          ("1-event, new User-Agent each", 1, False, True))
@@ -102,23 +106,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     load_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--own-databases", action="store_true",
+                        help="each tree writes to a database migrated by its own code")
     base_arguments(parser)
     parser.set_defaults(duration=8)
     args = parser.parse_args()
 
     ports = dict(zip(TREES, free_ports(2), strict=True))
-    db_url = database_url(DB_NAME)
-    key = create_bench_site(DB_NAME, bench_env(db_url, ports["this"], args.workers,
-                                               args.worker_threads))
     scratch = tempfile.mkdtemp(prefix="egis-visit-bench-")
     roots = {"base": base_root(args, scratch), "this": ROOT}
+    names = {"base": BASE_DB_NAME if args.own_databases else DB_NAME, "this": DB_NAME}
+    db_urls = {name: database_url(names[name]) for name in TREES}
+    keys = {}
+    for name in TREES if args.own_databases else ("this",):
+        keys[name] = create_bench_site(names[name], bench_env(
+            db_urls[name], ports[name], args.workers, args.worker_threads), root=roots[name])
+    keys.setdefault("base", keys["this"])
     loads = [NOOP, *(label for label, *_ in LOADS)]
     runs: dict[str, list[dict[str, dict]]] = {name: [] for name in TREES}
     memory: dict[str, list[dict]] = {}
     try:
         with ExitStack() as stack:
             servers = {name: stack.enter_context(serving(start_gunicorn(
-                bench_env(db_url, ports[name], args.workers, args.worker_threads),
+                bench_env(db_urls[name], ports[name], args.workers, args.worker_threads),
                 ports[name], roots[name]))) for name in TREES}
             time.sleep(2)  # every worker warmed up
             for number in range(args.rounds):
@@ -126,14 +136,15 @@ def main() -> None:
                 results: dict[str, dict[str, dict]] = {name: {} for name in TREES}
                 for load in loads:
                     for name in order:
-                        results[name][load] = measure(load, ports[name], key, db_url, args,
-                                                      scratch)
+                        results[name][load] = measure(load, ports[name], keys[name],
+                                                      db_urls[name], args, scratch)
                 for name in TREES:
                     runs[name].append(results[name])
             memory = {name: worker_memory_mib(server.pid) for name, server in servers.items()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        for name in set(names.values()):
+            admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     report(args, loads, runs, memory)
 
 
@@ -143,7 +154,8 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
           f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; gunicorn {args.workers} "
           f"workers x {args.worker_threads} threads each, wrk -t{args.threads} "
           f"-c{args.connections} -d{args.duration}s, {args.rounds} rounds, {os.cpu_count()} "
-          f"cores shared by all\n")
+          f"cores shared by all; "
+          f"{'one database per tree' if args.own_databases else 'one database for both'}\n")
     print("| tree | load | requests/s | vs no-op | gunicorn CPU ms/request | "
           "PostgreSQL CPU ms/request | non-2xx |")
     print("|---|---|---|---|---|---|---|")

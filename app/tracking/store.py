@@ -17,10 +17,11 @@ page rows (app.visit_pages) and the quarter-hour counts of its events (app.event
 """
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import orjson
-from peewee import IntegrityError
+from peewee import IntegrityError, Table
 
 from app import event_slots, visit_pages, visits
 from app.db import PreparedStatement, is_postgres
@@ -33,15 +34,6 @@ BATCH_VISIT_UPSERT = visits.upsert_sql(postgres=True).format(rows=f"""SELECT {",
     f"v.{column}" for column in visits.COLUMNS)}
     FROM new_batch, jsonb_populate_record(NULL::visit, $21) AS v
     WHERE v.session_id IS NOT NULL""")
-# The batch's page rows and quarter-hour rows (app.visit_pages, app.event_slots: JSON arrays),
-# merged in key order, only when the batch was stored now.
-BATCH_PAGE_UPSERT = visit_pages.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
-    f"p.{column}" for column in visit_pages.COLUMNS)}
-    FROM new_batch, jsonb_populate_recordset(NULL::visit_page, $22) AS p ORDER BY p.page""")
-BATCH_SLOT_UPSERT = event_slots.UPSERT_SQL.format(rows=f"""SELECT {", ".join(
-    f"s.{column}" for column in event_slots.COLUMNS)}
-    FROM new_batch, jsonb_populate_recordset(NULL::event_slot, $23) AS s
-    ORDER BY s.slot, s.type""")
 # A group's visit rows: the sums over its stored batches of one session, the entry columns of
 # the batch with the earliest page view, the exit columns of the one with the latest (ties: the
 # later batch in the group), in (site, session) order like the other upserts.
@@ -57,34 +49,52 @@ GROUP_VISIT_UPSERT = visits.upsert_sql(postgres=True).format(rows=f"""SELECT {",
 GROUP_UNIFORM = """(bool_and(uniform) AND min(weight) = max(weight)
                AND (count(visitor) = 0 OR (count(visitor) = count(*)
                                            AND min(visitor) = max(visitor))))"""
-# A group's page rows and quarter-hour rows: its batches' rows summed per key, in key order.
-GROUP_PAGE_UPSERT = visit_pages.UPSERT_SQL.format(rows="""SELECT p.site_id, p.session_id,
-        p.page, max(p.visitor), min(p.started_at), max(p.ended_at), sum(p.events),
-        sum(p.pageviews), sum(p.events_weight), sum(p.pageviews_weight), max(p.weight)
-    FROM kept AS k, jsonb_populate_recordset(NULL::visit_page, k.pages) AS p
-    GROUP BY p.site_id, p.session_id, p.page ORDER BY p.site_id, p.session_id, p.page""")
-GROUP_SLOT_UPSERT = event_slots.UPSERT_SQL.format(rows="""SELECT s.site_id, s.slot, s.type,
-        s.shard, sum(s.events), sum(s.weight), max(s.top_weight)
-    FROM kept AS k, jsonb_populate_recordset(NULL::event_slot, k.slots) AS s
-    GROUP BY s.site_id, s.slot, s.type, s.shard ORDER BY s.site_id, s.slot, s.type, s.shard""")
-
 # Per-event columns; the batch-wide ones come from BatchRows.
 EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
                  "client_ts", "occurred_at", "path", "hostname", "source", "channel",
                  "referrer_url", "utm_source", "utm_medium", "utm_campaign", "utm_content",
                  "utm_term")
 
-_PG_STORE_BATCH = PreparedStatement(
-    name="egis_store_batch",
-    parameters=(("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
-                ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
-                ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"),
-                ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
-                ("country", "text"), ("device", "text"), ("browser", "text"),
-                ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
-                ("language", "text"), ("screen", "text"), ("visit", "jsonb"),
-                ("pages", "jsonb"), ("slots", "jsonb")),
-    body=f"""
+# The columns of the events just stored that their page rows and quarter-hour rows are made of.
+STORED_RETURNING = """RETURNING site_id, batch_id, session_id, anonymous_id, weight, type,
+              occurred_at, path, page_url"""
+
+
+def _rollups(page: str, slot: str, shard: str, shards: str) -> str:
+    """The CTEs that merge the page rows (app.visit_pages) and the quarter-hour rows
+    (app.event_slots) of the events just stored (the CTE `stored`, as `e`), each in key order:
+    `page` and `slot` are the SQL of visit_pages.page_key and event_slots.slot_column over `e`,
+    `shard` the writer's shard, `shards` what it is read from. They are made here, from the
+    events PostgreSQL has just converted, as rebuild derives them from stored events: a batch
+    carries no rows of its own (sending and parsing them as JSON cost more)."""
+    pages = visit_pages.UPSERT_SQL.format(rows=f"""SELECT e.site_id, e.session_id, {page} AS page,
+        max(e.anonymous_id), min(e.occurred_at), max(e.occurred_at), count(*),
+        count(*) FILTER (WHERE e.type = 'pageview'), sum(e.weight),
+        sum(CASE WHEN e.type = 'pageview' THEN e.weight ELSE 0 END), max(e.weight)
+    FROM stored AS e WHERE e.session_id IS NOT NULL
+    GROUP BY e.site_id, e.session_id, page ORDER BY e.site_id, e.session_id, page""")
+    slots = event_slots.UPSERT_SQL.format(rows=f"""SELECT e.site_id, {slot} AS slot, e.type,
+        {shard}, count(*), sum(e.weight), max(e.weight)
+    FROM {shards} GROUP BY e.site_id, slot, e.type, {shard}
+    ORDER BY e.site_id, slot, e.type, {shard}""")
+    return f"""), paged AS (
+    {pages}
+), slotted AS (
+    {slots}
+"""
+
+
+def _batch_statement(rollups: str) -> PreparedStatement:
+    return PreparedStatement(
+        name="egis_store_batch",
+        parameters=(("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
+                    ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
+                    ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"),
+                    ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
+                    ("country", "text"), ("device", "text"), ("browser", "text"),
+                    ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
+                    ("language", "text"), ("screen", "text"), ("visit", "jsonb")),
+        body=f"""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     VALUES ($1, $2, $3, $4)
@@ -106,38 +116,37 @@ WITH new_batch AS (
         properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
         source text, channel text, referrer_url text, utm_source text, utm_medium text,
         utm_campaign text, utm_content text, utm_term text)
+    {STORED_RETURNING}
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
     ON CONFLICT (site_id, period, shard) DO UPDATE SET events = usage.events + EXCLUDED.events
 ), visited AS (
     {BATCH_VISIT_UPSERT}
-), paged AS (
-    {BATCH_PAGE_UPSERT}
-), slotted AS (
-    {BATCH_SLOT_UPSERT}
-)
+{rollups})
 SELECT EXISTS (SELECT FROM new_batch) AS stored,
        -- For a resend, the stored copy's count; looked up only when nothing was inserted.
        CASE WHEN NOT EXISTS (SELECT FROM new_batch) THEN
            (SELECT event_count FROM batch WHERE site_id = $1 AND batch_key = $2) END
 """)
 
+
 # Several requests' batches in one statement (app.tracking.writer): the same steps as above,
 # over a JSON array of batches. Batch rows and usage rows are written in one order (site, key;
 # site, period, shard) so that two workers' concurrent groups lock them in the same order and
 # cannot deadlock; a shard row gets one upsert per group, with the group's sum.
-_PG_STORE_GROUP = PreparedStatement(
-    name="egis_store_group",
-    parameters=(("batches", "jsonb"),),
-    body=f"""
+def _group_statement(rollups: str) -> PreparedStatement:
+    return PreparedStatement(
+        name="egis_store_group",
+        parameters=(("batches", "jsonb"),),
+        body=f"""
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1) AS b(
         position integer, site_id integer, batch_key text, count integer,
         received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
         weight real, events jsonb, period text, shard smallint, country text, device text,
         browser text, browser_version text, os text, os_version text, language text,
-        screen text, visit jsonb, pages jsonb, slots jsonb)
+        screen text, visit jsonb)
 ), new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
@@ -166,6 +175,7 @@ WITH input AS (
         properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
         source text, channel text, referrer_url text, utm_source text, utm_medium text,
         utm_campaign text, utm_content text, utm_term text)
+    {STORED_RETURNING}
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT site_id, period, shard, sum(count) FROM kept WHERE count > 0
@@ -190,11 +200,7 @@ WITH input AS (
     ORDER BY site_id, session_id, exit_at DESC, position DESC
 ), visited AS (
     {GROUP_VISIT_UPSERT}
-), paged AS (
-    {GROUP_PAGE_UPSERT}
-), slotted AS (
-    {GROUP_SLOT_UPSERT}
-)
+{rollups})
 SELECT input.position, kept.batch_id IS NOT NULL AS stored,
        CASE WHEN kept.batch_id IS NULL THEN
            (SELECT event_count FROM batch
@@ -202,6 +208,22 @@ SELECT input.position, kept.batch_id IS NOT NULL AS stored,
 FROM input LEFT JOIN kept USING (position)
 """)
 
+
+
+@cache
+def statements() -> tuple[PreparedStatement, PreparedStatement]:
+    """The single-batch and the group statement, built at first use: the page and quarter-hour
+    SQL in them is app.visit_pages' and app.event_slots' own, rendered for PostgreSQL."""
+    stored = Table("stored", ("occurred_at", "path", "page_url")).alias("e")
+
+    def rendered(expression: Any) -> str:
+        return database.get_sql_context(value_literals=True).sql(expression).query()[0]
+
+    page = rendered(visit_pages.page_key(stored))
+    slot = rendered(event_slots.slot_column(stored.occurred_at))
+    return (_batch_statement(_rollups(page, slot, "$12", "stored AS e")),
+            _group_statement(_rollups(page, slot, "k.shard",
+                                      "stored AS e JOIN kept AS k USING (batch_id)")))
 
 @dataclass(frozen=True)
 class BatchRows:
@@ -259,10 +281,8 @@ def _store_postgres(rows: BatchRows) -> Outcome:
         "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
         "period": rows.period, "shard": rows.shard, **rows.context.columns(),
         "visit": orjson.dumps(rows.visit() or {}).decode(),
-        "pages": orjson.dumps(rows.pages()).decode(),
-        "slots": orjson.dumps(rows.slots()).decode(),
     }
-    (stored, stored_count) = _PG_STORE_BATCH.execute(params).fetchone()
+    (stored, stored_count) = statements()[0].execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
 
 
@@ -279,7 +299,7 @@ def store_group(group: list[BatchRows]) -> list[Outcome]:
     for position, rows in enumerate(group):
         firsts.setdefault((rows.site_id, rows.batch_key), position)
     batches = [_group_row(position, group[position]) for position in firsts.values()]
-    cursor = _PG_STORE_GROUP.execute({"batches": orjson.dumps(batches).decode()})
+    cursor = statements()[1].execute({"batches": orjson.dumps(batches).decode()})
     by_position = {position: _outcome(group[position], stored, stored_count)
                    for position, stored, stored_count in cursor.fetchall()}
     outcomes = []
@@ -305,8 +325,7 @@ def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
             "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
             "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
             "events": rows.events, "period": rows.period, "shard": rows.shard,
-            **rows.context.columns(), "visit": rows.visit() or {}, "pages": rows.pages(),
-            "slots": rows.slots()}
+            **rows.context.columns(), "visit": rows.visit() or {}}
 
 
 def _store_portable(rows: BatchRows) -> Outcome:
