@@ -13,6 +13,7 @@ from peewee import SQL, Select, fn
 
 from app import upserts
 from app.db import is_postgres
+from app.sql import wide
 from models import Event, EventSlot, database
 
 SLOT = timedelta(minutes=15)
@@ -72,7 +73,7 @@ def add(rows: list[dict[str, Any]]) -> None:
 def _derived(scope: Any) -> Select:
     slot = slot_column(Event.occurred_at)
     return (Event.select(Event.site_id, slot.alias("slot"), Event.type, SQL("0"),
-                         fn.COUNT(Event.id), fn.SUM(Event.weight), fn.MAX(Event.weight))
+                         fn.COUNT(Event.id), fn.SUM(wide(Event.weight)), fn.MAX(Event.weight))
             .where(scope).group_by(Event.site_id, SQL('"slot"'), Event.type))
 
 

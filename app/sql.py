@@ -82,3 +82,10 @@ def page_path(event: Any) -> ColumnBase:
     page_url (an event without a page has none)."""
     return fn.COALESCE(event.path, Case(None, [(event.page_url.is_null(False),
                                                 url_path(event.page_url))]))
+
+
+def wide(weight: Any) -> Any:
+    """A weight (a REAL column) as double precision, for summing: PostgreSQL sums REAL as
+    REAL, which stops counting at 2^24 (16.8 million: 17 million weights of 1 sum to
+    16,777,216) and rounds every fractional weight it adds long before."""
+    return weight.cast("DOUBLE PRECISION")

@@ -11,7 +11,7 @@ from typing import Any
 from peewee import SQL, Case, Select, fn
 
 from app import upserts
-from app.sql import page_path
+from app.sql import page_path, wide
 from models import Event, VisitPage
 from models.visit_page import NO_PAGE
 
@@ -87,8 +87,8 @@ def derived(scope: Any) -> Select:
         fn.MAX(Event.anonymous_id).alias("visitor"),
         fn.MIN(Event.occurred_at).alias("started_at"),
         fn.MAX(Event.occurred_at).alias("ended_at"), fn.COUNT(Event.id).alias("events"),
-        fn.SUM(views).alias("pageviews"), fn.SUM(Event.weight).alias("events_weight"),
-        fn.SUM(views * Event.weight).alias("pageviews_weight"),
+        fn.SUM(views).alias("pageviews"), fn.SUM(wide(Event.weight)).alias("events_weight"),
+        fn.SUM(views * wide(Event.weight)).alias("pageviews_weight"),
         fn.MAX(Event.weight).alias("weight"))
         .where(scope & Event.session_id.is_null(False))
         .group_by(Event.site_id, Event.session_id, SQL('"page"')))

@@ -24,7 +24,7 @@ from peewee import JOIN, SQL, Case, Select, fn
 
 from app import upserts, visit_pages
 from app.db import is_postgres
-from app.sql import page_path
+from app.sql import page_path, wide
 from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 
@@ -148,7 +148,8 @@ def derived(scope: Any) -> Select:
         fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0)).alias("pageviews"),
         fn.SUM(Case(None, [(Event.type.in_(INTERACTIONS), 1)], 0)).alias("interactions"),
         fn.MAX(Event.weight).alias("weight"),
-        fn.SUM(Case(None, [(Event.type == "heartbeat", Event.weight)], 0)).alias("heartbeats"),
+        fn.SUM(Case(None, [(Event.type == "heartbeat", wide(Event.weight))], 0))
+        .alias("heartbeats"),
         uniform(Event.anonymous_id, Event.weight).alias("uniform"),
         (uniform(Event.anonymous_id, Event.weight)
          & (fn.SUM(Case(None, [(Event.type == "pageview", 1)], 0)) > 0)).alias("plain"),

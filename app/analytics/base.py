@@ -267,13 +267,6 @@ def when(condition: Any, value: Any) -> Case:
     return Case(None, [(condition, value)], 0)
 
 
-def wide(weight: Any) -> Any:
-    """A weight (a REAL column) as double precision, for summing: PostgreSQL sums REAL as
-    REAL, which stops counting at 2^24 (16.8 million: 17 million weights of 1 sum to
-    16,777,216)."""
-    return weight.cast("DOUBLE PRECISION")
-
-
 def is_sampled(weight: Any) -> Case:
     return when(weight != 1, 1)
 

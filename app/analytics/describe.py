@@ -23,10 +23,10 @@ from app.analytics.base import (
     concurrently,
     fetch,
     timestamp,
-    wide,
 )
 from app.analytics.period_rows import type_sums
 from app.db import is_postgres
+from app.sql import wide
 from models import Event, Site
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}

@@ -49,7 +49,7 @@ from app.analytics.base import (
 from app.analytics.filters import Filters, pattern_condition
 from app.analytics.query import matching_sessions
 from app.db import is_postgres
-from app.sql import page_path
+from app.sql import page_path, wide
 from models import Event, Site
 
 STEP_KINDS = ("page", "goal", "event")
@@ -222,8 +222,8 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
         reached.append(_reached(events[index], reached[-1], index, windowed))
     base = reached[0].c
     totals = fetch(Select([reached[0]], [
-        fn.SUM(base.w).alias("c0"), fn.MAX(is_sampled(base.w)).alias("sampled"),
-        *[Select([cte], [fn.SUM(cte.c.w)]).alias(f"c{index}")
+        fn.SUM(wide(base.w)).alias("c0"), fn.MAX(is_sampled(base.w)).alias("sampled"),
+        *[Select([cte], [fn.SUM(wide(cte.c.w))]).alias(f"c{index}")
           for index, cte in enumerate(reached) if index],
     ]).with_cte(*reached))[0]
     counts = [as_count(totals[f"c{index}"]) for index in range(len(steps))]

@@ -17,8 +17,9 @@ from typing import Any
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
 from app import event_slots, visit_pages, visits
-from app.analytics.base import Period, fetch, is_sampled, memoized, when, wide
+from app.analytics.base import Period, fetch, is_sampled, memoized, when
 from app.analytics.vocabulary import offset_changes, seconds_between
+from app.sql import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
 FIGURES = ("occurred_at", "views", "bounced", "duration")  # what a visits CTE may compute

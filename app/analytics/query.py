@@ -39,7 +39,6 @@ from app.analytics.base import (
     memoized,
     unknown,
     when,
-    wide,
 )
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves, parse_filters
 from app.analytics.period_rows import pages_cte, slot_rows, slots_cover, visits_cte
@@ -53,6 +52,7 @@ from app.analytics.vocabulary import (
 )
 from app.db import is_postgres
 from app.fields import whole_number
+from app.sql import wide
 from models import Event, EventSlot, Site, database
 from models.event import EVENT_TYPES
 from models.visit_page import NO_PAGE

@@ -69,12 +69,12 @@ def _rollups(page: str, slot: str, shard: str, shards: str) -> str:
     carries no rows of its own (sending and parsing them as JSON cost more)."""
     pages = visit_pages.UPSERT_SQL.format(rows=f"""SELECT e.site_id, e.session_id, {page} AS page,
         max(e.anonymous_id), min(e.occurred_at), max(e.occurred_at), count(*),
-        count(*) FILTER (WHERE e.type = 'pageview'), sum(e.weight),
-        sum(CASE WHEN e.type = 'pageview' THEN e.weight ELSE 0 END), max(e.weight)
+        count(*) FILTER (WHERE e.type = 'pageview'), sum(e.weight::float8),
+        sum(CASE WHEN e.type = 'pageview' THEN e.weight::float8 ELSE 0 END), max(e.weight)
     FROM stored AS e WHERE e.session_id IS NOT NULL
     GROUP BY e.site_id, e.session_id, page ORDER BY e.site_id, e.session_id, page""")
     slots = event_slots.UPSERT_SQL.format(rows=f"""SELECT e.site_id, {slot} AS slot, e.type,
-        {shard}, count(*), sum(e.weight), max(e.weight)
+        {shard}, count(*), sum(e.weight::float8), max(e.weight)
     FROM {shards} GROUP BY e.site_id, slot, e.type, {shard}
     ORDER BY e.site_id, slot, e.type, {shard}""")
     return f"""), paged AS (
