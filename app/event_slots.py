@@ -1,9 +1,9 @@
 """Events per site, quarter hour of their time (UTC) and type (models.EventSlot), kept up to
 date by the statement that stores each batch, into the writer's own shard (app.tracking.quota):
-a batch's rows are computed here and merged by UPSERT_SQL, the same text on PostgreSQL (inside
-app.tracking.store's statements) and SQLite. `rebuild` derives rows from stored events, into
-shard 0: the migration that adds the table, erasure, and rows written outside the store path
-(tests, the benchmark's seeding) use it.
+merged by UPSERT_SQL, on PostgreSQL from rows that app.tracking.store's statements make of the
+events they have just stored (with `slot_column`), on SQLite from `summary`'s. `rebuild` derives
+rows from stored events, into shard 0: the migration that adds the table, erasure, and rows
+written outside the store path (tests, the benchmark's seeding) use it.
 """
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -51,7 +51,8 @@ def as_datetime(value: Any) -> datetime:
 
 def summary(site_id: int, shard: int, weight: float,
             events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One batch's contribution (COLUMNS): a row per (quarter hour, type) of its events."""
+    """One batch's contribution (COLUMNS): a row per (quarter hour, type) of its events
+    (SQLite's store path)."""
     rows: dict[tuple[datetime, str], dict[str, Any]] = {}
     for event in events:
         key = (slot_of(event["occurred_at"]), event["type"])

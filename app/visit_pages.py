@@ -1,9 +1,10 @@
 """The pages of each visit (models.VisitPage), kept up to date by the statement that stores each
-batch, as app.visits keeps the visit rows: a batch's rows (one per page it has events on) are
-computed here in Python and merged into the stored ones by UPSERT_SQL, the same text on
-PostgreSQL (inside app.tracking.store's statements) and SQLite. `derived` makes the same rows
-from stored events: the rebuild (app.visits.rebuild, which rebuilds a session's visit and pages
-together) and the analytics' pages of visits that cross a period's edges use it.
+batch: a batch's rows (one per page it has events on) are merged into the stored ones by
+UPSERT_SQL, on PostgreSQL from rows that app.tracking.store's statements make of the events
+they have just stored (with `page_key`), on SQLite from `summary`'s, made here in Python.
+`derived` makes the same rows from stored events: the rebuild (app.visits.rebuild, which
+rebuilds a session's visit and pages together) and the analytics' pages of visits that cross a
+period's edges use it.
 """
 import re
 from typing import Any
@@ -45,7 +46,7 @@ def page(event: dict[str, Any]) -> str | None:
 def summary(site_id: int, session_id: str | None, visitor: str | None, weight: float,
             events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One batch's contribution to its visit's pages (COLUMNS), a row per page; none for
-    events without a session id."""
+    events without a session id (SQLite's store path)."""
     if session_id is None:
         return []
     pages: dict[str, dict[str, Any]] = {}

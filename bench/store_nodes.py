@@ -1,7 +1,9 @@
 """Where PostgreSQL spends a stored batch: the single-batch store statement (app.tracking.store)
 run N times under EXPLAIN (ANALYZE), the median time of each of its INSERT nodes and of the
 whole execution, the commit left out (its fsync is most of a lone batch's wall time and swings
-with the disk). A tree's own statement, so two trees compare in the same minute:
+with the disk). A node's time leaves out its reads of the other data-modifying CTEs: the first
+node to read one (a CTE Scan) runs it, and that is the CTE's own node's time. A tree's own
+statement, so two trees compare in the same minute:
 
     python bench/store_nodes.py [--tree DIR] [--database NAME] [--batches 1500]
 
@@ -24,6 +26,7 @@ import psycopg2
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = re.compile(r"(Insert on \w+).*actual time=[\d.]+\.\.([\d.]+)")
+CTE_READ = re.compile(r"CTE Scan on (new_batch|stored)\b.*actual time=[\d.]+\.\.([\d.]+)")
 TOTAL = re.compile(r"Execution Time: ([\d.]+)")
 
 
@@ -96,13 +99,28 @@ def main() -> None:
                     received_at=received, weight=1.0, events=[event],
                     period=period_of(received), shard=shard(), context=context)
                 cursor = database.execute_sql(execute, statement_params(store, rows))
-                for (line,) in cursor.fetchall():
-                    if found := NODE.search(line):
-                        times.setdefault(found.group(1), []).append(float(found.group(2)))
-                    elif found := TOTAL.search(line):
-                        times.setdefault("execution", []).append(float(found.group(1)))
+                for name, spent in node_times([line for (line,) in cursor.fetchall()]).items():
+                    times.setdefault(name, []).append(spent)
     print(f"{args.tree}: " + ", ".join(f"{name} {statistics.median(values) * 1000:.0f} µs"
                                        for name, values in times.items()))
+
+
+def node_times(plan: list[str]) -> dict[str, float]:
+    """Each INSERT node's time (ms) less its reads of data-modifying CTEs, and the execution's."""
+    spent: dict[str, float] = {}
+    inserts: list[tuple[int, str]] = []  # the INSERT nodes enclosing the current line
+    for line in plan:
+        indent = len(line) - len(line.lstrip())
+        while inserts and indent <= inserts[-1][0]:
+            inserts.pop()
+        if found := NODE.search(line):
+            inserts.append((indent, found.group(1)))
+            spent[found.group(1)] = float(found.group(2))
+        elif (found := CTE_READ.search(line)) and inserts:
+            spent[inserts[-1][1]] -= float(found.group(2))
+        elif found := TOTAL.search(line):
+            spent["execution"] = float(found.group(1))
+    return spent
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ in one transaction. The request's visit context (app.visit.context: country, dev
 the same for every event of a request, so it travels as statement parameters (a group's, as
 fields of each batch), not once per event. The same statement merges each stored batch into
 its session's visit row (app.visits; {} for a batch without a session: no row), its visit's
-page rows (app.visit_pages) and the quarter-hour counts of its events (app.event_slots).
+page rows (app.visit_pages) and the quarter-hour counts of its events (app.event_slots); the
+last two it makes itself from the rows the event insert returns, so a batch carries only its
+events and its visit summary.
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -249,12 +251,14 @@ class BatchRows:
                               self.context.columns(), self.events)
 
     def pages(self) -> list[dict[str, Any]]:
-        """Its contribution to its visit's page rows (app.visit_pages)."""
+        """Its contribution to its visit's page rows (app.visit_pages; PostgreSQL's
+        statements make them of the stored events)."""
         return visit_pages.summary(self.site_id, self.session_id, self.anonymous_id,
                                    self.weight, self.events)
 
     def slots(self) -> list[dict[str, Any]]:
-        """Its contribution to the quarter-hour rows (app.event_slots)."""
+        """Its contribution to the quarter-hour rows (app.event_slots; PostgreSQL's
+        statements make them of the stored events)."""
         return event_slots.summary(self.site_id, self.shard, self.weight, self.events)
 
 
