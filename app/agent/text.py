@@ -170,16 +170,31 @@ def render_funnel(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, f"Funnel by {r['unit']}"), *_lines(r["steps"], line)])
 
 
+def _counted(item: dict[str, Any]) -> str:
+    return f"{item['name']} ({_n(item['count'])})"
+
+
+def _carried(item: dict[str, Any]) -> str:
+    return f"{item['key']} ({_n(item['count'])}, on {', '.join(item['event_names'])})"
+
+
+def _named_list(r: dict[str, Any], key: str, shown: Callable[[dict[str, Any]], str]) -> str:
+    """The listed names of `key`, each as `shown` says, and how many there are in all when the
+    list stops short of them."""
+    items = r.get(key, [])
+    listed = "; ".join(shown(item) for item in items) or "none"
+    total = r.get(f"{key}_total", len(items))
+    return listed if total <= len(items) else f"{listed}; the {len(items)} most used of {total}"
+
+
 def render_describe(r: dict[str, Any]) -> str:
     lines = [_head(r, "Data"),
              f"Events {r.get('first_event') or '-'} to {r.get('last_event') or '-'}; by type: "
              + (", ".join(f"{k} {_n(v)}" for k, v in r.get("events_by_type", {}).items())
                 or "none"),
-             "Goals: " + (", ".join(g["name"] for g in r.get("goals", [])) or "none"),
-             "Custom events: " + (", ".join(e["name"] for e in r.get("custom_events", []))
-                                  or "none"),
-             "Property keys: " + (", ".join(p.get("key", "") for p in r.get("properties", []))
-                                  or "none"),
+             "Goals: " + _named_list(r, "goals", _counted),
+             "Custom events: " + _named_list(r, "custom_events", _counted),
+             "Property keys: " + _named_list(r, "properties", _carried),
              "Metrics: " + ", ".join(r["metrics"]),
              "Dimensions: " + ", ".join(r["dimensions"])]
     values = r.get("values")

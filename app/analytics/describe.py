@@ -133,7 +133,9 @@ def _property(key: str, weight: float, names: list[tuple[str, float]],
 def describe(site: Site, period: Period, dimension: str | None = None,
              search: str | None = None, limit: int = DEFAULT_VALUES) -> dict[str, Any]:
     """The describe_data payload: {"timezone", "metrics", "dimensions", "events_by_type",
-    "goals", "custom_events", "properties", "first_event", "last_event", "estimated"} and,
+    "goals", "custom_events", "properties" (the MAX_NAMES most used of each; "goals_total",
+    "custom_events_total" and "properties_total" count them all), "first_event", "last_event",
+    "estimated"} and,
     with `dimension`, "values": {"dimension", "search", "values": [{"value", "visitors"}],
     "total_values"}. Bad arguments raise base.ArgumentError (checked before any counting)."""
     if dimension is None and search is not None:
@@ -153,6 +155,7 @@ def _summary(site: Site, period: Period) -> dict[str, Any]:
     for row in _named(site, period):
         named[row["type"]][row["name"]] += float(row["w"])
     listed = {kind: _ranked(named[kind]) for kind in NAMED_TYPES}
+    keys = _property_keys(site, period)
     span = _span(site, period)
     return {
         "timezone": period.timezone,
@@ -160,7 +163,9 @@ def _summary(site: Site, period: Period) -> dict[str, Any]:
         "events_by_type": {kind: as_count(weight) for kind, weight in _ranked(by_type)},
         **{key: [{"name": name, "count": as_count(weight)} for name, weight in listed[kind]]
            for kind, key in NAMED_TYPES.items()},
-        "properties": _properties(_property_keys(site, period)),
+        **{f"{key}_total": len(named[kind]) for kind, key in NAMED_TYPES.items()},
+        "properties": _properties(keys),
+        "properties_total": len({row["key"] for row in keys}),
         "first_event": timestamp(span["first"]),
         "last_event": timestamp(span["last"]),
         "estimated": estimated,

@@ -144,6 +144,16 @@ def test_at_most_max_names_keys_and_names_of_a_key(carriers, monkeypatch):
          "event_types": ["custom", "goal"], "count_by_name": {"Download": 202}}]
 
 
+def test_totals_count_what_max_names_leaves_out(carriers, monkeypatch):
+    monkeypatch.setattr(describe, "MAX_NAMES", 1)
+    found = describe.describe(carriers, BERLIN_MARCH)
+    # Keys: file, coupon, plan, query (the test above). Names: the goal Signup (the late one is
+    # outside March); the custom events Download, Signup, Share and Search.
+    assert [len(found[key]) for key in ("goals", "custom_events", "properties")] == [1, 1, 1]
+    assert (found["goals_total"], found["custom_events_total"], found["properties_total"]) == (
+        1, 4, 4)
+
+
 def test_a_keys_count_beyond_a_reals_precision(site):  # noqa: F811
     # 2**24 + 1 as a PostgreSQL `real` (the weight column's type) is 2**24: the sum is a double.
     store([row(site, "s1", "v1", "goal", datetime(2026, 3, 10, 9, 0), name="Signup",

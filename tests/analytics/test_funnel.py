@@ -229,6 +229,15 @@ def test_weights(site):
     assert result["estimated"] is True
 
 
+def test_counts_beyond_a_reals_precision(site):
+    # 2**24 + 1 as a PostgreSQL `real` (the weight column's type) is 2**24: the sums are doubles.
+    store([row(site, "s1", "v1", "pageview", minutes(0), "/pricing", weight=2 ** 24),
+           row(site, "s2", "v2", "pageview", minutes(0), "/pricing"),
+           row(site, "s2", "v2", "pageview", minutes(1), "/docs/a")])
+    result = run(site, [{"page": "/pricing"}, {"page": "/docs/*"}])
+    assert [step["count"] for step in result["steps"]] == [2 ** 24 + 1, 1]
+
+
 def test_nothing_to_count(site):
     result = run(site, [{"page": "/pricing"}, {"goal": "Signup"}, {"event": "Download"}])
     assert figures(result) == [(0, None, None, None), (0, None, None, 0), (0, None, None, 0)]
