@@ -44,9 +44,11 @@ DB_NAME = run_database("bench")
 DB_URL = database_url(DB_NAME)
 
 
-def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed: bool) -> bytes:
+def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed: bool,
+               one_page: bool = False) -> bytes:
     """A batch of `per_batch` page views as bench/ingest.lua sends it, gzip-compressed as the
-    tracker sends it when `compressed`."""
+    tracker sends it when `compressed`; with `one_page`, as the tracker's batches mostly are:
+    a page view and what followed it on that page (scroll, click, heartbeat)."""
     events = [{"type": "pageview", "timestamp": 1763700000000,
                "pageUrl": f"https://bench.example/page/{i + 1}" + (
                    "?utm_source=newsletter&utm_medium=email&utm_campaign=spring" if i == 0
@@ -54,6 +56,11 @@ def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed:
                "pageTitle": f"Page {i + 1}", "referrer": "https://www.google.com/",
                "properties": {"utm_source": "news", "i": i + 1}}
               for i in range(per_batch)]
+    if one_page:
+        followers = ("scroll", "click", "heartbeat")
+        events[1:] = [{"type": followers[i % len(followers)], "timestamp": 1763700000000 + i,
+                       "pageUrl": events[0]["pageUrl"], "properties": {"i": i}}
+                      for i in range(1, per_batch)]
     body = json.dumps({"id": batch_id, "sessionId": f"s-{run}-{number % 100}",
                        "anonymousId": f"a-{run}", "timestamp": 1763700001000,
                        "compressed": compressed, "fingerprint": {"screenWidth": 1280},
@@ -62,17 +69,19 @@ def batch_body(batch_id: str, run: str, number: int, per_batch: int, compressed:
 
 
 def write_gzip_bodies(directory: str, count: int, per_batch: int, run: str,
-                      uuid_ids: bool = False) -> dict[str, str]:
+                      uuid_ids: bool = False, one_page: bool = False) -> dict[str, str]:
     """`count` gzip-compressed batches with distinct ids, and the env that tells ingest.lua.
 
-    The ids are `run-number`, or random UUIDs as the tracker sends them with `uuid_ids`.
+    The ids are `run-number`, or random UUIDs as the tracker sends them with `uuid_ids`;
+    `one_page`: batch_body's.
     """
     bodies_path, index_path = f"{directory}/bodies", f"{directory}/index"
     offset = 0
     with open(bodies_path, "wb") as bodies, open(index_path, "w") as index:
         for number in range(count):
             batch_id = str(uuid.uuid4()) if uuid_ids else f"{run}-{number}"
-            body = batch_body(batch_id, run, number, per_batch, compressed=True)
+            body = batch_body(batch_id, run, number, per_batch, compressed=True,
+                              one_page=one_page)
             bodies.write(body)
             index.write(f"{offset} {len(body)}\n")
             offset += len(body)
@@ -292,9 +301,10 @@ Row = tuple[str, float, float | None, dict]
 
 def post_batches(port: int, key: str, db_url: str, args: argparse.Namespace, scratch: str,
                  per_batch: int, compressed: bool, delay_ms: float | None = None,
-                 spray: bool = False) -> Row:
+                 spray: bool = False, one_page: bool = False) -> Row:
     """wrk posting new batches of `per_batch` events; with `delay_ms`, each connection pauses
-    that long between requests; with `spray`, every request has a User-Agent of its own."""
+    that long between requests; with `spray`, every request has a User-Agent of its own; with
+    `one_page` (gzip only), batch_body's one-page batches."""
     run = f"{per_batch}-{time.time_ns()}"
     script_env = {"EGIS_KEY": key, "EGIS_EVENTS": str(per_batch), "EGIS_RUN": run,
                   "EGIS_WRK_THREADS": str(args.threads)}
@@ -303,7 +313,8 @@ def post_batches(port: int, key: str, db_url: str, args: argparse.Namespace, scr
     if spray:
         script_env["EGIS_UA_SPRAY"] = "1"
     if compressed:
-        script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run)
+        script_env |= write_gzip_bodies(scratch, args.duration * 8000, per_batch, run,
+                                        one_page=one_page)
     if delay_ms is not None:
         script_env["EGIS_DELAY_MS"] = f"{delay_ms:.3f}"
     before = stored_events(db_url)

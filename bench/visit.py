@@ -19,7 +19,9 @@ client hints, Accept-Language, a public X-Forwarded-For address, the fingerprint
 screenWidth):
 
 - GET /healthz, the no-op baseline of that server in that round;
-- 1-event batches and 5-event gzip batches (one User-Agent: the parse is cached);
+- 1-event batches and 5-event gzip batches (one User-Agent: the parse is cached), the latter
+  as five page views on five pages and as the tracker's batches mostly are, one page's page
+  view and what followed it (scroll, click, heartbeat);
 - 1-event batches with a User-Agent never seen before on every request (a spray).
 
 Prints per tree and load the range (and median) over the rounds of requests/s, of the ratio to
@@ -55,8 +57,10 @@ from pg import admin, database_url, free_ports, run_database
 DB_NAME = run_database("visit_bench")
 BASE_DB_NAME = run_database("visit_bench_base")  # the base's own, with --own-databases
 NOOP = "no-op"
-LOADS = (("1-event", 1, False, False), ("5-event gzip", 5, True, False),
-         ("1-event, new User-Agent each", 1, False, True))
+# (label, events per batch, gzip, a new User-Agent each, one page per batch)
+LOADS = (("1-event", 1, False, False, False), ("5-event gzip", 5, True, False, False),
+         ("5-event gzip, one page", 5, True, False, True),
+         ("1-event, new User-Agent each", 1, False, True, False))
 TREES = ("base", "this")
 
 
@@ -93,9 +97,10 @@ def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespac
     """wrk's result for one load against the server on `port`."""
     if load == NOOP:
         return wrk("/healthz", args.duration, args.connections, args.threads, port=port)
-    _label, per_batch, compressed, spray = next(entry for entry in LOADS if entry[0] == load)
+    _label, per_batch, compressed, spray, one_page = next(entry for entry in LOADS
+                                                         if entry[0] == load)
     return post_batches(port, key, db_url, args, scratch, per_batch, compressed,
-                        spray=spray)[3]
+                        spray=spray, one_page=one_page)[3]
 
 
 def ranged(values: list[float], pattern: str) -> str:
