@@ -71,11 +71,16 @@ def add(rows: list[dict[str, Any]]) -> None:
     upserts.add_rows(UPSERT_SQL, EventSlot, COLUMNS, rows)
 
 
-def _derived(scope: Any) -> Select:
-    slot = slot_column(Event.occurred_at)
-    return (Event.select(Event.site_id, slot.alias("slot"), Event.type, SQL("0"),
-                         fn.COUNT(Event.id), fn.SUM(wide(Event.weight)), fn.MAX(Event.weight))
-            .where(scope).group_by(Event.site_id, SQL('"slot"'), Event.type))
+def derived(scope: Any, events: Any = Event, shard: Any = None) -> Select:
+    """Rows (COLUMNS) derived from the events of `scope` (a condition on `events`: the event
+    table, or the events a store statement has just inserted, app.tracking.store), into
+    `shard` (an SQL expression, grouped by; None: shard 0)."""
+    slot = slot_column(events.occurred_at)
+    keys = [events.site_id, SQL('"slot"'), events.type]
+    return (events.select(events.site_id, slot.alias("slot"), events.type,
+                          SQL("0") if shard is None else shard, fn.COUNT(SQL("*")),
+                          fn.SUM(wide(events.weight)), fn.MAX(events.weight))
+            .where(scope).group_by(*keys, *([] if shard is None else [shard])))
 
 
 def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None) -> None:
@@ -85,7 +90,7 @@ def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None)
     events = (Event.site_id == site_id) if site_id is not None else SQL("1 = 1")
     with database.atomic():
         if slots is None:
-            upserts.replace_rows(EventSlot, COLUMNS, site, _derived(events), site_id is None)
+            upserts.replace_rows(EventSlot, COLUMNS, site, derived(events), site_id is None)
             return
         wanted = sorted(set(slots))
         for start in range(0, len(wanted), REBUILD_SLOTS):
@@ -94,4 +99,4 @@ def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None)
                      & (Event.occurred_at < chunk[-1] + SLOT)
                      & slot_column(Event.occurred_at).in_(chunk))
             upserts.replace_rows(EventSlot, COLUMNS, site & EventSlot.slot.in_(chunk),
-                                 _derived(scope), False)
+                                 derived(scope), False)

@@ -79,17 +79,18 @@ def page_key(event: Any) -> Any:
     return fn.COALESCE(page_path(event), NO_PAGE)
 
 
-def derived(scope: Any) -> Select:
-    """Page rows (COLUMNS) derived from the stored events of `scope` (a condition on Event)."""
-    page = page_key(Event)
-    views = Case(None, [(Event.type == "pageview", 1)], 0)
-    return (Event.select(
-        Event.site_id, Event.session_id, page.alias("page"),
-        fn.MAX(Event.anonymous_id).alias("visitor"),
-        fn.MIN(Event.occurred_at).alias("started_at"),
-        fn.MAX(Event.occurred_at).alias("ended_at"), fn.COUNT(Event.id).alias("events"),
-        fn.SUM(views).alias("pageviews"), fn.SUM(wide(Event.weight)).alias("events_weight"),
-        fn.SUM(views * wide(Event.weight)).alias("pageviews_weight"),
-        fn.MAX(Event.weight).alias("weight"))
-        .where(scope & Event.session_id.is_null(False))
-        .group_by(Event.site_id, Event.session_id, SQL('"page"')))
+def derived(scope: Any, events: Any = Event) -> Select:
+    """Page rows (COLUMNS) derived from the events of `scope` (a condition on `events`: the
+    event table, or the events a store statement has just inserted, app.tracking.store)."""
+    page = page_key(events)
+    views = Case(None, [(events.type == "pageview", 1)], 0)
+    return (events.select(
+        events.site_id, events.session_id, page.alias("page"),
+        fn.MAX(events.anonymous_id).alias("visitor"),
+        fn.MIN(events.occurred_at).alias("started_at"),
+        fn.MAX(events.occurred_at).alias("ended_at"), fn.COUNT(SQL("*")).alias("events"),
+        fn.SUM(views).alias("pageviews"), fn.SUM(wide(events.weight)).alias("events_weight"),
+        fn.SUM(views * wide(events.weight)).alias("pageviews_weight"),
+        fn.MAX(events.weight).alias("weight"))
+        .where(scope & events.session_id.is_null(False))
+        .group_by(events.site_id, events.session_id, SQL('"page"')))

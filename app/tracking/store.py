@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from peewee import IntegrityError, Table
+from peewee import SQL, IntegrityError, Table
 
 from app import event_slots, visit_pages, visits
 from app.db import PreparedStatement, is_postgres
@@ -58,31 +58,22 @@ EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properti
                  "utm_term")
 
 # The columns of the events just stored that their page rows and quarter-hour rows are made of.
-STORED_RETURNING = """RETURNING site_id, batch_id, session_id, anonymous_id, weight, type,
-              occurred_at, path, page_url"""
+STORED_COLUMNS = ("site_id", "batch_id", "session_id", "anonymous_id", "weight", "type",
+                  "occurred_at", "path", "page_url")
+STORED_RETURNING = f"RETURNING {', '.join(STORED_COLUMNS)}"
 
 
-def _rollups(page: str, slot: str, shard: str, shards: str) -> str:
+def _rollups(pages: str, slots: str) -> str:
     """The CTEs that merge the page rows (app.visit_pages) and the quarter-hour rows
-    (app.event_slots) of the events just stored (the CTE `stored`, as `e`), each in key order:
-    `page` and `slot` are the SQL of visit_pages.page_key and event_slots.slot_column over `e`,
-    `shard` the writer's shard, `shards` what it is read from. They are made here, from the
-    events PostgreSQL has just converted, as rebuild derives them from stored events: a batch
-    carries no rows of its own (sending and parsing them as JSON cost more)."""
-    pages = visit_pages.UPSERT_SQL.format(rows=f"""SELECT e.site_id, e.session_id, {page} AS page,
-        max(e.anonymous_id), min(e.occurred_at), max(e.occurred_at), count(*),
-        count(*) FILTER (WHERE e.type = 'pageview'), sum(e.weight::float8),
-        sum(CASE WHEN e.type = 'pageview' THEN e.weight::float8 ELSE 0 END), max(e.weight)
-    FROM stored AS e WHERE e.session_id IS NOT NULL
-    GROUP BY e.site_id, e.session_id, page ORDER BY e.site_id, e.session_id, page""")
-    slots = event_slots.UPSERT_SQL.format(rows=f"""SELECT e.site_id, {slot} AS slot, e.type,
-        {shard}, count(*), sum(e.weight::float8), max(e.weight)
-    FROM {shards} GROUP BY e.site_id, slot, e.type, {shard}
-    ORDER BY e.site_id, slot, e.type, {shard}""")
+    (app.event_slots) of the events just stored (the CTE `stored`): `pages` and `slots` are
+    their rows, as the rebuild derives them from stored events (visit_pages.derived,
+    event_slots.derived), in key order. A batch carries no rows of its own: sending them as
+    JSON and parsing them cost more than deriving them from the events PostgreSQL has just
+    converted."""
     return f"""), paged AS (
-    {pages}
+    {visit_pages.UPSERT_SQL.format(rows=pages)}
 ), slotted AS (
-    {slots}
+    {event_slots.UPSERT_SQL.format(rows=slots)}
 """
 
 
@@ -215,17 +206,24 @@ FROM input LEFT JOIN kept USING (position)
 @cache
 def statements() -> tuple[PreparedStatement, PreparedStatement]:
     """The single-batch and the group statement, built at first use: the page and quarter-hour
-    SQL in them is app.visit_pages' and app.event_slots' own, rendered for PostgreSQL."""
-    stored = Table("stored", ("occurred_at", "path", "page_url")).alias("e")
+    rows in them are app.visit_pages' and app.event_slots' own derivations, rendered for
+    PostgreSQL."""
+    stored = Table("stored", STORED_COLUMNS).alias("e")
+    kept = Table("kept", ("batch_id", "shard")).alias("k")
 
-    def rendered(expression: Any) -> str:
-        return database.get_sql_context(value_literals=True).sql(expression).query()[0]
+    def rendered(query: Any) -> str:
+        return database.get_sql_context(value_literals=True).sql(query).query()[0]
 
-    page = rendered(visit_pages.page_key(stored))
-    slot = rendered(event_slots.slot_column(stored.occurred_at))
-    return (_batch_statement(_rollups(page, slot, "$12", "stored AS e")),
-            _group_statement(_rollups(page, slot, "k.shard",
-                                      "stored AS e JOIN kept AS k USING (batch_id)")))
+    pages = rendered(visit_pages.derived(SQL("TRUE"), stored).order_by(
+        stored.site_id, stored.session_id, SQL('"page"')))
+
+    def slots(shard: Any) -> Any:
+        return event_slots.derived(SQL("TRUE"), stored, shard).order_by(
+            stored.site_id, SQL('"slot"'), stored.type, shard)
+
+    return (_batch_statement(_rollups(pages, rendered(slots(SQL("$12"))))),
+            _group_statement(_rollups(pages, rendered(slots(kept.shard).join(
+                kept, on=(kept.batch_id == stored.batch_id))))))
 
 @dataclass(frozen=True)
 class BatchRows:
