@@ -136,9 +136,9 @@ def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
 
 
 def _valid_id(value: Any) -> bool:
-    """JSON-RPC 2.0: an id is a string, a number (integral or not) or null; echoed as received."""
-    return value is None or (isinstance(value, str | int | float | orjson.Fragment)
-                             and not isinstance(value, bool))
+    """An id is a string or a number (integral or not), echoed as received. JSON-RPC 2.0 allows
+    null too, MCP does not ("the ID MUST NOT be null"): a request with it is invalid."""
+    return isinstance(value, str | int | float | orjson.Fragment) and not isinstance(value, bool)
 
 
 def _ids_as_written(body: bytes, message: Any) -> Any:
@@ -252,7 +252,7 @@ class McpServer:
         if not isinstance(method, str) or (has_id and not _valid_id(request_id)):
             return (request_id if _valid_id(request_id) else None,
                     RpcError(INVALID_REQUEST, "Invalid request: `method` must be a string and "
-                                              "`id` a string, a number or null."))
+                                              "`id` a string or a number (not null)."))
         if not has_id:
             return None, None  # a notification: acknowledged, nothing to act on statelessly
         params = message.get("params")

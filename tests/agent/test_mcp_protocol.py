@@ -233,9 +233,10 @@ def test_parse_error(post):
     ({"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}, None),
     ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None),
     ({"jsonrpc": "2.0", "id": -575.0, "method": None}, -575.0),
+    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
     ("ping", None), (5, None), ({"jsonrpc": "2.0", "id": 2}, 2),
 ], ids=["no-jsonrpc", "jsonrpc-1", "method-number", "id-bool", "id-object", "id-array",
-        "method-null", "string", "number", "no-method"])
+        "method-null", "id-null", "string", "number", "no-method"])
 def test_invalid_request(post, body, request_id):
     error_of(post(body), -32600, 400, request_id=request_id)
 
@@ -247,10 +248,22 @@ def test_unknown_method(post, method):
     assert error["message"] == f'Method not found: "{method}"'
 
 
-# JSON-RPC 2.0: an id is a string, a number or null; the answer carries it as the body wrote it.
+def test_a_null_id_is_refused_by_name(post):
+    """MCP: "the ID MUST NOT be null"; in a batch, the member alone is refused."""
+    error = error_of(post({"jsonrpc": "2.0", "id": None, "method": "ping"}), -32600, 400,
+                     request_id=None)
+    assert error["message"] == ("Invalid request: `method` must be a string and `id` a string "
+                                "or a number (not null).")
+    response = post(None, raw=b'[{"jsonrpc": "2.0", "id": null, "method": "ping"}, '
+                              b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', version=None)
+    assert response.status_code == 200
+    assert [reply.get("error", {}).get("code") for reply in response.get_json()] == [-32600, None]
+
+
+# An id is a string or a number (MCP refuses null); the answer carries it as the body wrote it.
 ECHOED_IDS = ["-575.0", "1.5", "1.10", "1e3", "-0.0", "0.1000000000000000000001",
               "18446744073709551617", "-9223372036854775809", "18446744073709551615", "7",
-              '"7"', '""', "null"]
+              '"7"', '""']
 
 
 @pytest.mark.parametrize("written", ECHOED_IDS)
