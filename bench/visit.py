@@ -1,7 +1,7 @@
 """What the visit context costs: this checkout against a base tree (main), in one run.
 
     python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
-                          [--own-databases]
+                          [--own-databases] [--loads LOAD ...]
 
 Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
 `git merge-base HEAD main`: main before this change, whatever main merged since) into a
@@ -113,6 +113,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--own-databases", action="store_true",
                         help="each tree writes to a database migrated by its own code")
+    parser.add_argument("--loads", nargs="+", choices=[label for label, *_ in LOADS],
+                        help="only these loads (default: all), each against the no-op")
     base_arguments(parser)
     parser.set_defaults(duration=8)
     args = parser.parse_args()
@@ -127,7 +129,7 @@ def main() -> None:
         keys[name] = create_bench_site(names[name], bench_env(
             db_urls[name], ports[name], args.workers, args.worker_threads), root=roots[name])
     keys.setdefault("base", keys["this"])
-    loads = [NOOP, *(label for label, *_ in LOADS)]
+    loads = [NOOP, *(args.loads or (label for label, *_ in LOADS))]
     runs: dict[str, list[dict[str, dict]]] = {name: [] for name in TREES}
     memory: dict[str, list[dict]] = {}
     try:
@@ -185,6 +187,16 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
         print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')}; CPU per request, "
               f"gunicorn {ranged(cpu['gunicorn'], '{:.3f}')}, PostgreSQL "
               f"{ranged(cpu['postgres'], '{:.3f}')}")
+    if {"1-event", "1-event, new User-Agent each"} <= set(loads):
+        spray_report(ratios, runs)
+    for name in TREES:
+        print(f"\n{name} workers, MiB (peak RSS / PSS / unique): " + ", ".join(
+            f"{worker['peak_rss']:.1f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
+            for worker in memory[name]))
+
+
+def spray_report(ratios: dict[str, list[dict[str, float]]],
+                 runs: dict[str, list[dict[str, dict]]]) -> None:
     print("\nspray (a new User-Agent each request) against the cached 1-event request "
           "(2.00: twice the cost), round by round:")
     for name in TREES:
@@ -194,10 +206,6 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
                / results["1-event"]["cpu"]["gunicorn"] for results in runs[name]]
         print(f"- {name}: throughput {ranged(costs, '{:.3f}')}; gunicorn CPU per request "
               f"{ranged(cpu, '{:.3f}')}")
-    for name in TREES:
-        print(f"\n{name} workers, MiB (peak RSS / PSS / unique): " + ", ".join(
-            f"{worker['peak_rss']:.1f} / {worker['pss']:.0f} / {worker['uss']:.0f}"
-            for worker in memory[name]))
 
 
 if __name__ == "__main__":
