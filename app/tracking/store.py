@@ -275,14 +275,27 @@ def store(rows: BatchRows) -> Outcome:
     return _store_portable(rows)
 
 
+def _present(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` without its null members: jsonb_to_recordset and jsonb_populate_record read a
+    missing key as NULL, and PostgreSQL parses every key it is sent. Most of an event's
+    columns are null (a page view has no name, a click no campaign), and converting the JSON
+    parameter was 12 % of the group statement's time (perf); without the nulls the statement
+    took 4-7 % less (bench/README.md), for about 1 µs of Python per event."""
+    return {key: value for key, value in row.items() if value is not None}
+
+
+def _events_json(rows: BatchRows) -> list[dict[str, Any]]:
+    return [_present(event) for event in rows.events]
+
+
 def _store_postgres(rows: BatchRows) -> Outcome:
     params = {
         "site_id": rows.site_id, "batch_key": rows.batch_key, "count": len(rows.events),
         "received_at": rows.received_at, "session_id": rows.session_id,
         "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
-        "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
+        "weight": rows.weight, "events": orjson.dumps(_events_json(rows)).decode(),
         "period": rows.period, "shard": rows.shard, **rows.context.columns(),
-        "visit": orjson.dumps(rows.visit() or {}).decode(),
+        "visit": orjson.dumps(_present(rows.visit() or {})).decode(),
     }
     (stored, stored_count) = statements()[0].execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
@@ -322,12 +335,12 @@ def _outcome(rows: BatchRows, stored: bool, stored_count: int | None) -> Outcome
 
 
 def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
-    return {"position": position, "site_id": rows.site_id, "batch_key": rows.batch_key,
-            "count": len(rows.events), "received_at": rows.received_at,
-            "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
-            "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
-            "events": rows.events, "period": rows.period, "shard": rows.shard,
-            **rows.context.columns(), "visit": rows.visit() or {}}
+    return _present({"position": position, "site_id": rows.site_id, "batch_key": rows.batch_key,
+                     "count": len(rows.events), "received_at": rows.received_at,
+                     "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
+                     "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
+                     "events": _events_json(rows), "period": rows.period, "shard": rows.shard,
+                     **rows.context.columns(), "visit": _present(rows.visit() or {})})
 
 
 def _store_portable(rows: BatchRows) -> Outcome:

@@ -9,7 +9,7 @@ from peewee import IntegrityError
 
 from app.tracking import store
 from app.tracking.writer import GroupWriter
-from models import database
+from models import Event, database
 from tests.conftest import BACKEND
 from tests.tracking.helpers import (
     batch,
@@ -164,3 +164,21 @@ def test_racing_requests_in_gthread_workers_store_each_batch_once(start_server, 
     assert stored_counts(app) == {"events": stored, "batches": 8, "usage": stored}
     assert wait_for_tallies(app, {"duplicate": 16}) == {"duplicate": 16}
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.parametrize("group", [1, 2], ids=["single statement", "group statement"])
+def test_null_columns_are_sent_as_absent_and_stored_as_null(app, std_site, group):
+    """The statements are sent each event without its null members (store._present): stored,
+    those columns are NULL, and a null inside the properties is kept."""
+    site = std_site.site.id
+    rows = [store_rows(site, f"nulls-{number}", events=1) for number in range(group)]
+    for batch_rows in rows:
+        batch_rows.events[0].update(name="signup", properties={"plan": None, "seats": 0},
+                                    referrer=None, utm_source=None, path="/p")
+    with db(app):
+        outcomes = store.store_group(rows)
+        stored = list(Event.select().where(Event.site_id == site).dicts())
+    assert [outcome.stored for outcome in outcomes] == [True] * group
+    assert [(event["name"], event["properties"], event["page_title"], event["referrer"],
+             event["utm_source"], event["path"], event["user_id"]) for event in stored] == [
+        ("signup", {"plan": None, "seats": 0}, None, None, None, "/p", None)] * group
