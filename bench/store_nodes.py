@@ -6,15 +6,25 @@ node to read one (a CTE Scan) runs it, and that is the CTE's own node's time. A 
 statement, so two trees compare in the same minute:
 
     python bench/store_nodes.py [--tree DIR] [--database NAME] [--batches 1500]
+    python bench/store_nodes.py --group 4 [--one-page] [--tree DIR] [--batches 1500]
 
 The database (created when missing, never dropped) is migrated by the tree's code; each batch
 is one page view of a browser request, five batches a session, a page of fifty.
+
+With --group N, the group statement instead (what runs under load, app.tracking.writer), as the
+tree's store.store_group sends it: groups of N 5-event batches of 100 sessions, five page views
+on five pages each (bench/visit.py's "5-event gzip") or with --one-page a page view, scroll,
+click and heartbeat on one page; the median time of the whole EXECUTE as the client sees it
+(the parameter's conversion included, which EXPLAIN leaves out), the commit without its fsync
+(synchronous_commit off), per group. Run it for two trees in turn, several times: a tenth
+between runs is the machine.
 """
 import argparse
 import os
 import re
 import statistics
 import sys
+import time
 import uuid
 from contextlib import suppress
 from datetime import datetime, timedelta
@@ -35,6 +45,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose code runs")
     parser.add_argument("--database", default="egis_store_nodes")
     parser.add_argument("--batches", type=int, default=1500)
+    parser.add_argument("--group", type=int, help="batches per group statement")
+    parser.add_argument("--one-page", action="store_true", help="with --group: one page per batch")
     return parser.parse_args()
 
 
@@ -81,6 +93,12 @@ def main() -> None:
             site, _ = Site.get_or_create(domain="nodes.example", defaults={"plan": "pro"})
             context = RequestContext("DE", "Mobile", "Chrome", "131", "Android", "14", "de",
                                      "small")
+            if args.group:
+                times = group_times(args, store, ingest, site.id, context)
+                print(f"{args.tree}: group statement, {args.group} batches of 5 events on "
+                      f"{'one page' if args.one_page else 'five pages'}: "
+                      f"{statistics.median(times):.0f} µs per group")
+                return
             statement = batch_statement(store)
             types = ", ".join(sql_type for _name, sql_type in statement.parameters)
             database.execute_sql(f"PREPARE nodes({types}) AS {statement.body}")
@@ -103,6 +121,37 @@ def main() -> None:
                     times.setdefault(name, []).append(spent)
     print(f"{args.tree}: " + ", ".join(f"{name} {statistics.median(values) * 1000:.0f} µs"
                                        for name, values in times.items()))
+
+
+def group_times(args: argparse.Namespace, store: Any, ingest: Any, site_id: int,
+                context: Any) -> list[float]:
+    """µs per group statement, each a group of new batches (store.store_group's)."""
+    from app.tracking.quota import period_of, shard
+    from models import database
+
+    database.execute_sql("SET synchronous_commit = off")
+    types = ("pageview", "scroll", "click", "heartbeat", "scroll")
+    now, sent = datetime.utcnow(), 1_780_000_000_000
+    times = []
+    for number in range(args.batches // args.group):
+        group = []
+        for position in range(args.group):
+            batch = number * args.group + position
+            received = now + timedelta(milliseconds=batch)
+            raw = [{"type": types[i] if args.one_page else "pageview", "timestamp": sent + i,
+                    "pageUrl": f"https://nodes.example/page/{1 if args.one_page else i + 1}"}
+                   for i in range(5)]
+            group.append(store.BatchRows(
+                site_id=site_id, batch_key=uuid.uuid4().hex, session_id=f"s{batch % 100}",
+                anonymous_id=f"a{batch % 100}", user_id=None, sent_ts=sent,
+                received_at=received, weight=1.0,
+                events=[ingest.event_row(event, received, sent, "nodes.example")
+                        for event in raw],
+                period=period_of(received), shard=shard(), context=context))
+        started = time.perf_counter()
+        store.store_group(group)
+        times.append((time.perf_counter() - started) * 1e6)
+    return times
 
 
 def node_times(plan: list[str]) -> dict[str, float]:
