@@ -1,7 +1,7 @@
 """What the visit context costs: this checkout against a base tree (main), in one run.
 
     python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
-                          [--own-databases] [--loads LOAD ...]
+                          [--own-databases] [--loads LOAD ...] [--noop-duration 4]
 
 Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
 `git merge-base HEAD main`: main before this change, whatever main merged since) into a
@@ -13,19 +13,19 @@ trees at once,
 each on its own port with the same gunicorn shape (deploy/gunicorn.conf.py, WORKERS x THREADS,
 one trusted proxy hop); only one is loaded at a time. Round after round, for each load, it
 measures one tree then the other (the order alternates between rounds), so that the two
-figures of a pair are taken seconds apart on a machine whose speed drifts. wrk sends, as
+figures of a pair are taken seconds apart on a machine whose speed drifts, each right after
+that server's no-op (GET /healthz, --noop-duration seconds), its baseline. wrk sends, as
 bench/ingest.py does, every request as a browser's (Origin, a current browser's User-Agent,
 client hints, Accept-Language, a public X-Forwarded-For address, the fingerprint's
 screenWidth):
 
-- GET /healthz, the no-op baseline of that server in that round;
 - 1-event batches and 5-event gzip batches (one User-Agent: the parse is cached), the latter
   as five page views on five pages and as the tracker's batches mostly are, one page's page
   view and what followed it (scroll, click, heartbeat);
 - 1-event batches with a User-Agent never seen before on every request (a spray).
 
 Prints per tree and load the range (and median) over the rounds of requests/s, of the ratio to
-that server's no-op of the same round, and of gunicorn's and PostgreSQL's CPU per request;
+that server's no-op measured just before, and of gunicorn's and PostgreSQL's CPU per request;
 then, round by round, this checkout against the base for each load (its vs-no-op ratio
 divided by the base's, and its CPU per request divided by the base's), the spray's cost
 against the cached request per tree, and each worker's peak RSS.
@@ -94,13 +94,16 @@ def base_arguments(parser: argparse.ArgumentParser) -> None:
 
 def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespace,
             scratch: str) -> dict:
-    """wrk's result for one load against the server on `port`."""
-    if load == NOOP:
-        return wrk("/healthz", args.duration, args.connections, args.threads, port=port)
+    """wrk's result for one load against the server on `port`, with the rate of the no-op
+    measured just before it on that server (`noop_rps`): the ratio of the two is taken seconds
+    apart, where a no-op measured once a round was a minute away from the round's last load,
+    and this machine's speed moves by a third within a minute."""
+    noop = wrk("/healthz", args.noop_duration, args.connections, args.threads, port=port)
     _label, per_batch, compressed, spray, one_page = next(entry for entry in LOADS
                                                          if entry[0] == load)
-    return post_batches(port, key, db_url, args, scratch, per_batch, compressed,
-                        spray=spray, one_page=one_page)[3]
+    result = post_batches(port, key, db_url, args, scratch, per_batch, compressed,
+                          spray=spray, one_page=one_page)[3]
+    return {**result, "noop_rps": noop["rps"]}
 
 
 def ranged(values: list[float], pattern: str) -> str:
@@ -113,6 +116,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--own-databases", action="store_true",
                         help="each tree writes to a database migrated by its own code")
+    parser.add_argument("--noop-duration", type=int, default=4,
+                        help="seconds of the no-op measured before each load")
     parser.add_argument("--loads", nargs="+", choices=[label for label, *_ in LOADS],
                         help="only these loads (default: all), each against the no-op")
     base_arguments(parser)
@@ -129,7 +134,7 @@ def main() -> None:
         keys[name] = create_bench_site(names[name], bench_env(
             db_urls[name], ports[name], args.workers, args.worker_threads), root=roots[name])
     keys.setdefault("base", keys["this"])
-    loads = [NOOP, *(args.loads or (label for label, *_ in LOADS))]
+    loads = list(args.loads or (label for label, *_ in LOADS))
     runs: dict[str, list[dict[str, dict]]] = {name: [] for name in TREES}
     memory: dict[str, list[dict]] = {}
     try:
@@ -160,15 +165,18 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
     print(f"\nbase: {args.base_dir or base_ref(args)}; this: {ROOT} at "
           f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; gunicorn {args.workers} "
           f"workers x {args.worker_threads} threads each, wrk -t{args.threads} "
-          f"-c{args.connections} -d{args.duration}s, {args.rounds} rounds, {os.cpu_count()} "
+          f"-c{args.connections} -d{args.duration}s (the no-op before each: "
+          f"{args.noop_duration}s), {args.rounds} rounds, {os.cpu_count()} "
           f"cores shared by all; "
           f"{'one database per tree' if args.own_databases else 'one database for both'}\n")
     print("| tree | load | requests/s | vs no-op | gunicorn CPU ms/request | "
           "PostgreSQL CPU ms/request | non-2xx |")
     print("|---|---|---|---|---|---|---|")
-    ratios = {name: [{load: results[load]["rps"] / results[NOOP]["rps"] for load in loads}
+    ratios = {name: [{load: results[load]["rps"] / results[load]["noop_rps"] for load in loads}
                      for results in runs[name]] for name in TREES}
     for name in TREES:
+        noops = [results[load]["noop_rps"] for results in runs[name] for load in loads]
+        print(f"| {name} | {NOOP} (before each load) | {spread(noops)} | | | | |")
         for load in loads:
             results = [round_results[load] for round_results in runs[name]]
             print(f"| {name} | {load} | {spread([r['rps'] for r in results])} | "
@@ -178,7 +186,7 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
                   f"{sum(r['non2xx'] for r in results)} |")
     print("\nthis / base, round by round (1.00: the same cost; throughput ratios above 1 and "
           "CPU ratios below 1 favour this):")
-    for load in loads[1:]:
+    for load in loads:
         throughput = [this[load] / base[load]
                       for this, base in zip(ratios["this"], ratios["base"], strict=True)]
         cpu = {server: [this[load]["cpu"][server] / base[load]["cpu"][server]
