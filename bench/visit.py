@@ -192,7 +192,8 @@ def report(args: argparse.Namespace, loads: list[str], runs: dict[str, list[dict
         cpu = {server: [this[load]["cpu"][server] / base[load]["cpu"][server]
                         for this, base in zip(runs["this"], runs["base"], strict=True)]
                for server in ("gunicorn", "postgres")}
-        print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')}; CPU per request, "
+        print(f"- {load}: vs-no-op throughput {ranged(throughput, '{:.3f}')} (rounds: "
+              f"{', '.join(f'{value:.2f}' for value in throughput)}); CPU per request, "
               f"gunicorn {ranged(cpu['gunicorn'], '{:.3f}')}, PostgreSQL "
               f"{ranged(cpu['postgres'], '{:.3f}')}")
     if {"1-event", "1-event, new User-Agent each"} <= set(loads):
