@@ -24,8 +24,9 @@ from models.api_key import SERVER
 bp = Blueprint("mcp", __name__)
 
 
-# A JSON-RPC 2.0 id: a string, a number (integral or not) or null; answered as received.
-REQUEST_ID = {"type": ["string", "number", "null"]}
+# A request's id: a string or a number (integral or not), answered as received. JSON-RPC 2.0
+# allows null too; MCP does not, and such a request is refused (-32600).
+REQUEST_ID = {"type": ["string", "number"]}
 
 
 class JsonRpcRequestSchema(Schema):
@@ -55,8 +56,8 @@ class JsonRpcErrorObjectSchema(Schema):
 class JsonRpcErrorSchema(Schema):
     jsonrpc = fields.String(required=True, validate=validate.Equal("2.0"))
     id = fields.Raw(required=True, metadata={
-        **REQUEST_ID, "description": "The request's id as sent; null when it could not be "
-                                     "read."})
+        "type": ["string", "number", "null"], "description": "The request's id as sent; null "
+                                                            "when it could not be read."})
     error = fields.Nested(JsonRpcErrorObjectSchema, required=True)
 
 
