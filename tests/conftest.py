@@ -27,7 +27,7 @@ import redis
 from app import create_app, keys
 from app.cli import upgrade_schema
 from app.db import make_database, release_connections
-from models import ALL_MODELS, Site, database
+from models import ALL_MODELS, Site, VisitorSalt, database
 from models.api_key import SERVER, WRITE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,6 +276,28 @@ def stop_server(server: LiveServer) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait(timeout=10)
+
+
+_SALTS_OF_LIVE_SERVERS: list[dict[str, Any]] = []
+
+
+@pytest.fixture
+def live_day_salts(app: Any) -> Iterator[None]:
+    """For a test on a server that outlives it (one per module): the day's salt it had before.
+
+    Each worker keeps its copy of the day's salt (anonymous.DailySalt), while `truncate_all`
+    empties visitor_salt after every test. A worker that cached the salt in an earlier test
+    and one that reads the emptied table and makes a new one would derive two visitor ids for
+    one browser. Production deletes a salt only 48 hours after its day began. Set up after
+    `app` (and `make_app`), so its teardown reads the salts before `make_app` empties the
+    tables."""
+    if _SALTS_OF_LIVE_SERVERS:
+        with database.connection_context():
+            VisitorSalt.insert_many(_SALTS_OF_LIVE_SERVERS).on_conflict_ignore().execute()
+    yield
+    with database.connection_context():
+        _SALTS_OF_LIVE_SERVERS[:] = list(VisitorSalt.select(VisitorSalt.day, VisitorSalt.value)
+                                         .dicts())
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture
-def egis(app, live_egis: LiveServer) -> Egis:
+def egis(app, live_egis: LiveServer, live_day_salts: None) -> Egis:
     keys = create_site(app, "std.example", "standard")
     return Egis(app, keys, live_egis.url)
 

@@ -113,7 +113,7 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture
-def egis(live_egis: LiveServer) -> Iterator[FlakyProxy]:
+def egis(live_egis: LiveServer, live_day_salts: None) -> Iterator[FlakyProxy]:
     """The live egis behind a failing proxy of this test's own; tests talk to the proxy."""
     proxy = FlakyProxy(live_egis.url).start()
     yield proxy
