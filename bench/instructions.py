@@ -6,10 +6,11 @@ wrk's requests/s on this machine move by up to 40 % within minutes, so a change 
 cent of a request cannot be seen there. valgrind's callgrind counts the instructions the CPU
 executes instead, and gives the same count, to a tenth of a per cent, for the same code and
 inputs whatever else the machine is doing. For each load (the no-op GET /healthz, a one-event
-batch, a five-event gzip batch as the tracker sends it) this creates a database of its own
-(egis_instructions_<pid>, dropped at the end) with a site and a write key, then runs the WSGI
-app in one Python process under callgrind: the app is built and warmed up, and `--requests`
-requests, each a new batch, are passed to it as a WSGI server would. Only those requests are
+batch, five-event gzip batches of five pages and of one page, as the tracker's mostly are)
+this creates a database of its own (egis_instructions_<pid>, dropped at the end) with a site
+and a write key, then runs the WSGI app in one Python process under callgrind: the app is
+built and warmed up, and `--requests` requests, each a new batch, are passed to it as a WSGI
+server would. Only those requests are
 counted (callgrind collects inside one `eval`, which nothing else calls). Counted: the app's
 Python and C code and the database client, in this process. Not counted: the WSGI server's own
 HTTP work, the kernel (socket writes, the log line's write) and PostgreSQL's side. Needs
@@ -34,11 +35,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# load: (path, events per batch, gzip, a duplicate of a stored batch)
-LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False),
-         "POST /api/events, 1 event": ("/api/events", 1, False, False),
-         "POST /api/events, 5 events, gzip": ("/api/events", 5, True, False),
-         "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True)}
+# load: (path, events per batch, gzip, a duplicate of a stored batch, one page: batch_body's)
+LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False, False),
+         "POST /api/events, 1 event": ("/api/events", 1, False, False, False),
+         "POST /api/events, 5 events, gzip": ("/api/events", 5, True, False, False),
+         "POST /api/events, 5 events, gzip, one page": ("/api/events", 5, True, False, True),
+         "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True, False)}
 USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/140.0.0.0 Safari/537.36")
 
@@ -67,12 +69,13 @@ def serve_requests(load: str, key: str, count: int) -> float:
     from app.crawlers import user_agents
     from wsgi import app
 
-    path, per_batch, compressed, duplicate = LOADS[load]
+    path, per_batch, compressed, duplicate, one_page = LOADS[load]
 
     def environs(first: int) -> list[dict]:
         return [wsgi_environ(path, key, batch_body(f"instructions-{os.getpid()}-{first + number}",
                                                    "instructions", first + number, per_batch,
-                                                   compressed) if per_batch else b"", compressed)
+                                                   compressed, one_page) if per_batch else b"",
+                             compressed)
                 for number in range(count)]
 
     def answer(environ: dict) -> None:
@@ -119,9 +122,11 @@ def main() -> None:
                         help="CPU milliseconds per request, without valgrind")
     parser.add_argument("--serve", choices=LOADS, help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
+    # The tree whose app is served (bench/instructions_pg.py serves a base tree's too).
+    parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        sys.path.insert(0, str(ROOT))
+        sys.path.insert(0, args.root)
         print(serve_requests(args.serve, args.key, args.requests))
         return
 

@@ -80,7 +80,6 @@ def main() -> None:
     from app import create_app
     from app.cli import upgrade_schema
     from app.tracking import ingest, store
-    from app.tracking.quota import period_of, shard
     from app.visit.context import RequestContext
     from models import Site, database
 
@@ -107,15 +106,11 @@ def main() -> None:
             now, sent = datetime.utcnow(), 1_780_000_000_000
             times: dict[str, list[float]] = {}
             for number in range(args.batches):
-                received = now + timedelta(milliseconds=number)
-                event = ingest.event_row({"type": "pageview", "timestamp": sent,
-                                          "pageUrl": f"https://nodes.example/p{number % 50}"},
-                                         received, sent, "nodes.example")
-                rows = store.BatchRows(
-                    site_id=site.id, batch_key=uuid.uuid4().hex, session_id=f"s{number // 5}",
-                    anonymous_id=f"a{number // 10}", user_id=None, sent_ts=sent,
-                    received_at=received, weight=1.0, events=[event],
-                    period=period_of(received), shard=shard(), context=context)
+                rows = batch_rows(store, ingest, site.id, context, [{
+                    "type": "pageview", "timestamp": sent,
+                    "pageUrl": f"https://nodes.example/p{number % 50}"}],
+                    now + timedelta(milliseconds=number), sent, f"s{number // 5}",
+                    f"a{number // 10}")
                 cursor = database.execute_sql(execute, statement_params(store, rows))
                 for name, spent in node_times([line for (line,) in cursor.fetchall()]).items():
                     times.setdefault(name, []).append(spent)
@@ -126,7 +121,6 @@ def main() -> None:
 def group_times(args: argparse.Namespace, store: Any, ingest: Any, site_id: int,
                 context: Any) -> list[float]:
     """µs per group statement, each a group of new batches (store.store_group's)."""
-    from app.tracking.quota import period_of, shard
     from models import database
 
     database.execute_sql("SET synchronous_commit = off")
@@ -137,21 +131,29 @@ def group_times(args: argparse.Namespace, store: Any, ingest: Any, site_id: int,
         group = []
         for position in range(args.group):
             batch = number * args.group + position
-            received = now + timedelta(milliseconds=batch)
             raw = [{"type": types[i] if args.one_page else "pageview", "timestamp": sent + i,
                     "pageUrl": f"https://nodes.example/page/{1 if args.one_page else i + 1}"}
                    for i in range(5)]
-            group.append(store.BatchRows(
-                site_id=site_id, batch_key=uuid.uuid4().hex, session_id=f"s{batch % 100}",
-                anonymous_id=f"a{batch % 100}", user_id=None, sent_ts=sent,
-                received_at=received, weight=1.0,
-                events=[ingest.event_row(event, received, sent, "nodes.example")
-                        for event in raw],
-                period=period_of(received), shard=shard(), context=context))
+            group.append(batch_rows(store, ingest, site_id, context, raw,
+                                    now + timedelta(milliseconds=batch), sent,
+                                    f"s{batch % 100}", f"a{batch % 100}"))
         started = time.perf_counter()
         store.store_group(group)
         times.append((time.perf_counter() - started) * 1e6)
     return times
+
+
+def batch_rows(store: Any, ingest: Any, site_id: int, context: Any, raw: list[dict[str, Any]],
+               received: datetime, sent: int, session: str, visitor: str) -> Any:
+    """A new batch of the browser events `raw` (the tracker's fields), as the tree's ingest
+    makes its rows."""
+    from app.tracking.quota import period_of, shard
+
+    return store.BatchRows(
+        site_id=site_id, batch_key=uuid.uuid4().hex, session_id=session, anonymous_id=visitor,
+        user_id=None, sent_ts=sent, received_at=received, weight=1.0,
+        events=[ingest.event_row(event, received, sent, "nodes.example") for event in raw],
+        period=period_of(received), shard=shard(), context=context)
 
 
 def node_times(plan: list[str]) -> dict[str, float]:
