@@ -10,11 +10,11 @@ batch, five-event gzip batches of five pages and of one page, as the tracker's m
 this creates a database of its own (egis_instructions_<pid>, dropped at the end) with a site
 and a write key, then runs the WSGI app in one Python process under callgrind: the app is
 built and warmed up, and `--requests` requests, each a new batch, are passed to it as a WSGI
-server would. Only those requests are
-counted (callgrind collects inside one `eval`, which nothing else calls). Counted: the app's
-Python and C code and the database client, in this process. Not counted: the WSGI server's own
-HTTP work, the kernel (socket writes, the log line's write) and PostgreSQL's side. Needs
-valgrind (Debian's package); takes about a minute per load.
+server would. Only those requests are counted (callgrind collects inside one `eval`, which
+nothing else calls). Counted: the app's Python and C code and the database client, in this
+process. Not counted: the WSGI server's own HTTP work, the kernel (socket writes, the log
+line's write) and PostgreSQL's side (bench/instructions_pg.py counts it). Needs valgrind
+(Debian's package); takes about a minute per load.
 
 The last load sends again, after the warm-up, the very batches the warm-up stored: each request
 is a duplicate (a tracker's retry whose first answer was lost, or the keepalive copy of a batch

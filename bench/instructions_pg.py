@@ -25,19 +25,17 @@ catalog caches and read its tables into shared buffers). With --profiles, every 
 profile is kept there, for callgrind_annotate (the difference of a load's two is its requests').
 
 Requests come one at a time: each batch is stored by the single-batch statement
-(app.tracking.store), as a lone request's is; under load a worker's concurrent batches share
-the group statement, whose per-batch work is the same and whose fixed costs are shared
-(bench/store_nodes.py --group).
-
-With --group N, PostgreSQL's count per batch of the group statement too, which stores the
-concurrent batches of a worker under load (app.tracking.writer): bench/store_nodes.py --group N
---one-page, each tree's own store.store_group, runs `--batches` 5-event batches of one page in
-groups of N, then twice as many; the difference of the two runs' backends over the difference
-in batches.
+(app.tracking.store), as a lone request's is. Under load a worker's concurrent batches share
+the group statement, whose per-batch work is the same and whose fixed costs are shared: with
+--group N, PostgreSQL's count per batch of that statement too (app.tracking.writer's):
+bench/store_nodes.py --group N --one-page, each tree's own store.store_group, stores N batches
+(not counted: a database's first groups create the month's partitions and the site), then
+`--batches` 5-event batches of one page in groups of N, then twice as many; the difference of
+the two runs' backends over the difference in batches. `--requests 0`: only that.
 
 Not counted: the WSGI server's HTTP work and the kernel's (the same in both trees: the no-op's
 part of bench/visit.py's figures). Needs valgrind and PostgreSQL's server binaries; takes about
-ten minutes.
+15 minutes for the default 60 requests, and 5 more with --group 4.
 """
 import argparse
 import os

@@ -283,7 +283,8 @@ _SALTS_OF_LIVE_SERVERS: list[dict[str, Any]] = []
 
 @pytest.fixture
 def live_day_salts(app: Any) -> Iterator[None]:
-    """For a test on a server that outlives it (one per module): the day's salt it had before.
+    """The day's salt kept from one test to the next, for tests on a live server that outlives
+    them (one per module).
 
     Each worker keeps its copy of the day's salt (anonymous.DailySalt), while `truncate_all`
     empties visitor_salt after every test. A worker that cached the salt in an earlier test
