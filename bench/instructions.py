@@ -96,13 +96,16 @@ def serve_requests(load: str, key: str, count: int) -> float:
     return time.process_time() - started
 
 
-def count_instructions(load: str, key: str, env: dict[str, str], count: int) -> int:
+def count_instructions(load: str, key: str, env: dict[str, str], count: int,
+                       root: Path = ROOT) -> int:
+    """The instructions of `count` requests (after as many to warm up) served by the app of the
+    tree at `root` (bench/instructions_pg.py serves a base tree's too)."""
     command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
                "--toggle-collect=builtin_eval", "--callgrind-out-file=/dev/null",
                sys.executable, __file__, "--serve", load, "--key", key,
-               "--requests", str(count)]
+               "--requests", str(count), "--root", str(root)]
     # The same hash seed in every run: dict and set layouts, and so the counts, repeat.
-    result = subprocess.run(command, cwd=ROOT, env={**env, "PYTHONHASHSEED": "0"},
+    result = subprocess.run(command, cwd=root, env={**env, "PYTHONHASHSEED": "0"},
                             capture_output=True, text=True, check=True)
     return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
 
@@ -122,7 +125,6 @@ def main() -> None:
                         help="CPU milliseconds per request, without valgrind")
     parser.add_argument("--serve", choices=LOADS, help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
-    # The tree whose app is served (bench/instructions_pg.py serves a base tree's too).
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:

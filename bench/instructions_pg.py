@@ -53,6 +53,7 @@ from pathlib import Path
 import pg
 import psycopg2
 from ingest import bench_env, create_bench_site
+from instructions import count_instructions
 from visit import base_arguments, base_ref, base_root, git
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,16 +155,10 @@ class CountedCluster:
 def serve_counted(load: str, key: str, db_url: str, root: Path, requests: int) -> int:
     """bench/instructions.py serving `requests` requests (after as many to warm up) of the app
     in `root` under callgrind: the app's instructions in those requests."""
-    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-               "--toggle-collect=builtin_eval", "--callgrind-out-file=/dev/null",
-               sys.executable, str(ROOT / "bench" / "instructions.py"), "--serve", load,
-               "--key", key, "--requests", str(requests), "--root", str(root)]
-    env = {**os.environ, "DATABASE_URL": db_url, "PYTHONHASHSEED": "0",
-           "EGIS_RATE_LIMIT_KEY": '"100000000/minute"',
-           "EGIS_RATE_LIMIT_IP": '"100000000/minute"'}
-    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
-                            check=True)
-    return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
+    return count_instructions(load, key, {**os.environ, "DATABASE_URL": db_url,
+                                          "EGIS_RATE_LIMIT_KEY": '"100000000/minute"',
+                                          "EGIS_RATE_LIMIT_IP": '"100000000/minute"'},
+                              requests, root)
 
 
 def group_counted(cluster: CountedCluster, known: set[str], db_name: str, root: Path,
