@@ -7,7 +7,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, bodies, cli, config, db, errors, limits, request_log, tally
+    from app import auth, bodies, cli, config, db, errors, limits, request_log, rollups, tally
     from app.tracking import quota, store, writer
     from app.visit import context as visit_context
     from blueprints import BLUEPRINTS
@@ -28,6 +28,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     limits.init_app(app)
     cli.init_app(app)
     tally.init_app(app)
+    rollups.init_app(app)
     visit_context.init_app(app)
     app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
     if app.config["GROUP_COMMIT"] and db.is_postgres():

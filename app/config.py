@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
     "DB_MAX_CONNECTIONS": 8,
     # How often a worker writes its counts of what was not stored (app.tally); 0: at once.
     "TALLY_FLUSH_SECONDS": 1.0,
+    # How long after a worker stores events it merges them into the rollups (app.rollups); 0:
+    # in the request. Reads merge first, so this bounds only the work a read may find waiting.
+    "ROLLUP_MERGE_SECONDS": 2.0,
     # PostgreSQL: concurrent requests of a worker share one commit (app.tracking.writer).
     "GROUP_COMMIT": True,
     "VERIFY_CRAWLERS": False,

@@ -1,9 +1,9 @@
-"""Events per site, quarter hour of their time (UTC) and type (models.EventSlot), kept up to
-date by the statement that stores each batch, into the writer's own shard (app.tracking.quota):
-merged by UPSERT_SQL, on PostgreSQL from rows that app.tracking.store's statements make of the
-events they have just stored (with `slot_column`), on SQLite from `summary`'s. `rebuild` derives
-rows from stored events, into shard 0: the migration that adds the table, erasure, and rows
-written outside the store path (tests, the benchmark's seeding) use it.
+"""Events per site, quarter hour of their time (UTC) and type (models.EventSlot), merged from the
+events after ingest (app.rollups) by UPSERT_SQL from the rows `derived` makes of the new events.
+`rebuild` derives rows from stored events, replacing what was there: the migration that adds
+the table, erasure, and rows written outside the store path (tests, the benchmark's seeding)
+use it. Merges and rebuilds write shard 0; rows from before the merges (app.tracking.quota's
+shards, one per writer process) are summed with it.
 """
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -49,45 +49,23 @@ def as_datetime(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
-def summary(site_id: int, shard: int, weight: float,
-            events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One batch's contribution (COLUMNS): a row per (quarter hour, type) of its events
-    (SQLite's store path)."""
-    rows: dict[tuple[datetime, str], dict[str, Any]] = {}
-    for event in events:
-        key = (slot_of(event["occurred_at"]), event["type"])
-        row = rows.get(key)
-        if row is None:
-            rows[key] = {"site_id": site_id, "slot": key[0], "type": key[1], "shard": shard,
-                         "events": 1, "weight": weight, "top_weight": weight}
-        else:
-            row["events"] += 1
-            row["weight"] += weight
-    return list(rows.values())
+def derived(scope: Any) -> Select:
+    """Rows (COLUMNS) derived from the events of `scope` (a condition on Event), in shard 0."""
+    return (Event.select(Event.site_id, slot_column(Event.occurred_at).alias("slot"),
+                         Event.type, SQL("0"), fn.COUNT(SQL("*")), fn.SUM(wide(Event.weight)),
+                         fn.MAX(Event.weight))
+            .where(scope).group_by(Event.site_id, SQL('"slot"'), Event.type))
 
 
-def add(rows: list[dict[str, Any]]) -> None:
-    """Merge one batch's rows into the stored ones (inside the caller's transaction)."""
-    upserts.add_rows(UPSERT_SQL, EventSlot, COLUMNS, rows)
-
-
-def derived(scope: Any, events: Any = Event, shard: Any = None) -> Select:
-    """Rows (COLUMNS) derived from the events of `scope` (a condition on `events`: the event
-    table, or the events a store statement has just inserted, app.tracking.store), into
-    `shard` (an SQL expression, grouped by; None: shard 0)."""
-    slot = slot_column(events.occurred_at)
-    keys = [events.site_id, SQL('"slot"'), events.type]
-    return (events.select(events.site_id, slot.alias("slot"), events.type,
-                          SQL("0") if shard is None else shard, fn.COUNT(SQL("*")),
-                          fn.SUM(wide(events.weight)), fn.MAX(events.weight))
-            .where(scope).group_by(*keys, *([] if shard is None else [shard])))
-
-
-def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None) -> None:
+def rebuild(site_id: int | None = None, slots: Iterable[datetime] | None = None, *,
+            through: int) -> None:
     """Derive the rows of a site (every site: None), or of some of its quarter hours, from the
-    stored events, replacing what was there."""
+    stored events up to the id `through` (the rollups' mark, app.rollups), replacing what was
+    there."""
     site = (EventSlot.site_id == site_id) if site_id is not None else SQL("1 = 1")
-    events = (Event.site_id == site_id) if site_id is not None else SQL("1 = 1")
+    events = Event.id <= through
+    if site_id is not None:
+        events &= Event.site_id == site_id
     with database.atomic():
         if slots is None:
             upserts.replace_rows(EventSlot, COLUMNS, site, derived(events), site_id is None)

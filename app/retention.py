@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 
 from peewee import SQL, Expression, Model
 
-from app import event_slots, idempotency, partitions, visits
+from app import event_slots, idempotency, partitions, rollups, visits
 from app.partitions import month_start
 from models import (
     Batch,
@@ -74,8 +74,10 @@ def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[st
     Events of whole months go with their partition (PostgreSQL); the rest row by row.
     """
     before = cutoffs.data_before
+    rollups.catch_up()  # the rollups of every event stored go with them
     dropped = sum(partitions.drop_months_before(before).values())
-    deleted = _delete_older(cutoffs, batch_rows)
+    with rollups.deleting_events():
+        deleted = _delete_older(cutoffs, batch_rows)
     deleted[Event._meta.table_name] += dropped
     return deleted
 
@@ -146,28 +148,31 @@ def erase_anonymous(site_id: int, anonymous_id: str,
 def _erase(site_id: int, events: Expression, server_events: Expression,
            visitors: Expression, batch_rows: int) -> dict[str, int]:
     events = (Event.site_id == site_id) & events
-    sessions = [session_id for (session_id,) in Event.select(Event.session_id).distinct()
-                .where(events & Event.session_id.is_null(False)).tuples()]
-    slot = event_slots.slot_column(Event.occurred_at)
-    slots = [event_slots.as_datetime(value) for (value,) in
-             Event.select(slot.alias("slot")).where(events).group_by(SQL('"slot"')).tuples()]
-    deleted = {
-        Event._meta.table_name: delete_where(Event, events, batch_rows),
-        ServerEvent._meta.table_name: delete_where(
-            ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
-        VisitorState._meta.table_name: delete_where(
-            VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
-    }
-    deleted[Visit._meta.table_name] = _erase_visits(site_id, sessions)
-    event_slots.rebuild(site_id, slots)  # the erased events' quarter hours, counted again
+    with rollups.merged() as through:  # the rollups hold the events up to `through`
+        sessions = [session_id for (session_id,) in Event.select(Event.session_id).distinct()
+                    .where(events & Event.session_id.is_null(False)).tuples()]
+        slot = event_slots.slot_column(Event.occurred_at)
+        slots = [event_slots.as_datetime(value) for (value,) in
+                 Event.select(slot.alias("slot")).where(events).group_by(SQL('"slot"'))
+                 .tuples()]
+        deleted = {
+            Event._meta.table_name: delete_where(Event, events, batch_rows),
+            ServerEvent._meta.table_name: delete_where(
+                ServerEvent, (ServerEvent.site_id == site_id) & server_events, batch_rows),
+            VisitorState._meta.table_name: delete_where(
+                VisitorState, (VisitorState.site_id == site_id) & visitors, batch_rows),
+        }
+        deleted[Visit._meta.table_name] = _erase_visits(site_id, sessions, through)
+        # the erased events' quarter hours, counted again
+        event_slots.rebuild(site_id, slots, through=through)
     return deleted
 
 
-def _erase_visits(site_id: int, sessions: list[str]) -> int:
-    """Derive the visits of the erased events' sessions again from the events left (a visit
-    with none left has no row); how many visit rows went."""
+def _erase_visits(site_id: int, sessions: list[str], through: int) -> int:
+    """Derive the visits of the erased events' sessions again from the events left up to
+    `through` (a visit with none left has no row); how many visit rows went."""
     before = sum(Visit.select().where(
         Visit.site_id == site_id,
         Visit.session_id.in_(sessions[start:start + visits.REBUILD_SESSIONS])).count()
         for start in range(0, len(sessions), visits.REBUILD_SESSIONS))
-    return before - visits.rebuild(site_id, sessions)
+    return before - visits.rebuild(site_id, sessions, through=through)

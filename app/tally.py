@@ -17,8 +17,8 @@ from multiprocessing.util import Finalize
 from flask import Flask, current_app
 from peewee import EXCLUDED, PeeweeException
 
-from app import metrics
-from models import IngestTally, database
+from app import background, metrics
+from models import IngestTally
 from models.site import utcnow
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,7 @@ class TallyBuffer:
                 self._finalizer = Finalize(self, self.flush, exitpriority=10)
 
     def _schedule(self) -> None:
-        self._timer = threading.Timer(self._interval, self._flush_on_timer)
-        self._timer.daemon = True
-        self._timer.start()
+        self._timer = background.later(self._interval, self._flush_on_timer)
 
     def _flush_on_timer(self) -> None:
         with self._lock:
@@ -82,20 +80,15 @@ class TallyBuffer:
             counts, self._counts = self._counts, {}
         if not counts:
             return
-        own_connection = database.is_closed()  # the timer's thread, or a worker's way out
         try:
-            if own_connection:
-                database.connect()
-            write(counts)
+            with background.own_connection():  # the timer's thread, or a worker's way out
+                write(counts)
         except PeeweeException as error:
             log.warning("could not write %d tallies, kept for the next try: %s",
                         len(counts), type(error).__name__)
             with self._lock:
                 for key, count in counts.items():
                     self._counts[key] = self._counts.get(key, 0) + count
-        finally:
-            if own_connection and not database.is_closed():
-                database.close()
 
 
 def add(site_id: int, reason: str, count: int = 1, day: date | None = None) -> None:

@@ -1,19 +1,17 @@
-"""What the tables kept up to date at ingest share (models.Visit, models.VisitPage,
-models.EventSlot: app.visits, app.visit_pages, app.event_slots): the upsert that merges a
-batch's rows into the stored ones, written once as SQL text that PostgreSQL (inside the store
-statement of app.tracking.store) and SQLite (one statement per batch) both run.
+"""What the rollups share (models.Visit, models.VisitPage, models.EventSlot: app.visits,
+app.visit_pages, app.event_slots): the upsert that merges the rows of newly stored events into
+the stored ones (app.rollups), written once as SQL text that PostgreSQL and SQLite both run, and
+the replacement of rows that a rebuild derives anew.
 
-In the merge rules `excluded` is the batch's row and the table's own name the stored row, as
+In the merge rules `excluded` is the new events' row and the table's own name the stored row, as
 in `INSERT ... ON CONFLICT DO UPDATE`; the rules are CASE expressions rather than GREATEST or
 MAX(a, b), which the two databases spell differently.
 """
-from collections.abc import Iterable
 from typing import Any
 
 from peewee import Model, Select
 
 from app.db import is_postgres
-from models import database
 
 
 def summed(table: str, column: str) -> str:
@@ -40,19 +38,6 @@ def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...],
     merge = ", ".join(f"{column} = {rule}" for column, rule in rules.items())
     return (f"INSERT INTO {table} ({', '.join(columns)}) {{rows}} "
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {merge}")
-
-
-def add_rows(upsert: str, model: type[Model], columns: tuple[str, ...],
-             rows: Iterable[dict[str, Any]]) -> None:
-    """Merge rows into the table (inside the caller's transaction): one statement."""
-    rows = list(rows)
-    if not rows:
-        return
-    row_marks = "(" + ", ".join([database.param] * len(columns)) + ")"
-    fields = [model._meta.fields[column] for column in columns]
-    database.execute_sql(
-        upsert.format(rows="VALUES " + ", ".join([row_marks] * len(rows))),
-        [field.db_value(row[field.name]) for row in rows for field in fields])
 
 
 def replace_rows(model: type[Model], columns: tuple[str, ...], where: Any, rows: Select,

@@ -12,9 +12,11 @@ and a write key, then runs the WSGI app in one Python process under callgrind: t
 built and warmed up, and `--requests` requests, each a new batch, are passed to it as a WSGI
 server would. Only those requests are counted (callgrind collects inside one `eval`, which
 nothing else calls). Counted: the app's Python and C code and the database client, in this
-process. Not counted: the WSGI server's own HTTP work, the kernel (socket writes, the log
-line's write) and PostgreSQL's side (bench/instructions_pg.py counts it). Needs valgrind
-(Debian's package); takes about a minute per load.
+process, and, for a tree that merges the rollups after ingest (app.rollups), one merge of the
+measured requests' batches at their end, as a busy worker's timer takes many at once (the
+warm-up's are merged before, uncounted). Not counted: the WSGI server's own HTTP work, the
+kernel (socket writes, the log line's write) and PostgreSQL's side (bench/instructions_pg.py
+counts it). Needs valgrind (Debian's package); takes about a minute per load.
 
 The last load sends again, after the warm-up, the very batches the warm-up stored: each request
 is a duplicate (a tracker's retry whose first answer was lost, or the keepalive copy of a batch
@@ -26,13 +28,16 @@ app costs a server's worker on top of the server's own HTTP work. These swing wi
 like any time; read them against the no-op of the same run.
 """
 import argparse
+import importlib
 import io
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # load: (path, events per batch, gzip, a duplicate of a stored batch, one page: batch_body's)
@@ -41,6 +46,8 @@ LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False, False),
          "POST /api/events, 5 events, gzip": ("/api/events", 5, True, False, False),
          "POST /api/events, 5 events, gzip, one page": ("/api/events", 5, True, False, True),
          "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True, False)}
+# No merge timer: the measured requests' merge is one, counted (rollup_merge).
+SERVE_ENV = {"EGIS_ROLLUP_MERGE_SECONDS": "3600"}
 USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/140.0.0.0 Safari/537.36")
 
@@ -89,11 +96,33 @@ def serve_requests(load: str, key: str, count: int) -> float:
     user_agents.warm_up()
     for environ in environs(count):  # caches, pooled connection, prepared statement
         answer(environ)
+    merge = rollup_merge(app)
+    merge()  # the warm-up's batches: not counted
     measured = environs(count if duplicate else 0)
     started = time.process_time()
-    eval(compile("for environ in measured: answer(environ)", "measured", "exec"),
-         {"measured": measured, "answer": answer})
+    eval(compile("for environ in measured: answer(environ)\nmerge()", "measured", "exec"),
+         {"measured": measured, "answer": answer, "merge": merge})
     return time.process_time() - started
+
+
+def rollup_merge(app: Any) -> Callable[[], None]:
+    """What merges the stored batches into the rollups, counted with the requests: a tree that
+    merges after ingest (app.rollups.merge; its timer held off by EGIS_ROLLUP_MERGE_SECONDS,
+    set by `serve_requests`' caller) merges them all at once, as a busy worker's timer does;
+    for a tree that merged in each request's statement, nothing."""
+    try:
+        rollups = importlib.import_module("app.rollups")
+    except ModuleNotFoundError:  # a tree from before the rollups
+        return lambda: None
+    if not hasattr(rollups, "merge"):
+        return lambda: None
+    from models import database
+
+    def merge() -> None:
+        with app.app_context(), database.connection_context():
+            rollups.merge()
+
+    return merge
 
 
 def count_instructions(load: str, key: str, env: dict[str, str], count: int,
@@ -105,7 +134,7 @@ def count_instructions(load: str, key: str, env: dict[str, str], count: int,
                sys.executable, __file__, "--serve", load, "--key", key,
                "--requests", str(count), "--root", str(root)]
     # The same hash seed in every run: dict and set layouts, and so the counts, repeat.
-    result = subprocess.run(command, cwd=root, env={**env, "PYTHONHASHSEED": "0"},
+    result = subprocess.run(command, cwd=root, env={**env, **SERVE_ENV, "PYTHONHASHSEED": "0"},
                             capture_output=True, text=True, check=True)
     return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
 
@@ -113,8 +142,8 @@ def count_instructions(load: str, key: str, env: dict[str, str], count: int,
 def cpu_milliseconds(load: str, key: str, env: dict[str, str], count: int) -> float:
     """CPU per request, the same requests in a process of their own, without valgrind."""
     command = [sys.executable, __file__, "--serve", load, "--key", key, "--requests", str(count)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(command, cwd=ROOT, env={**env, **SERVE_ENV}, capture_output=True,
+                            text=True, check=True)
     return 1000 * float(result.stdout.split()[-1]) / count
 
 

@@ -17,11 +17,14 @@ that nothing but the app's statements runs), each backend writing its count when
 For each load (a one-event batch and a five-event gzip batch of one page, as the tracker sends
 them; each request a new batch, one session per 100 batches) and each tree, bench/instructions.py
 serves `--requests` requests after as many to warm up, its process under callgrind (the app's
-count: the measured requests only), against that tree's database; then again with twice as many.
-PostgreSQL's count per request is the difference of the two runs' backends divided by the
-difference in requests, so the connection's start, the warm-up's first plans and everything a
-backend does once cancel out (a first run of each tree, not counted, has built the database's
-catalog caches and read its tables into shared buffers). With --profiles, every run's backend
+count: the measured requests only, and for a tree that merges the rollups after ingest their
+merge), against that tree's database; then again with twice as many. Each side's count per
+request is the difference of the two runs (PostgreSQL's: their backends') divided by the
+difference in requests, so the connection's start, the warm-up's first plans, a merge's fixed
+part and everything else done once per run cancel out: what is left is a request's share of a
+merge of many, as a busy worker's timer merges (the app's part done once is printed apart; a
+first run of each tree, not counted, has built the database's catalog caches and read its
+tables into shared buffers). With --profiles, every run's backend
 profile is kept there, for callgrind_annotate (the difference of a load's two is its requests').
 
 Requests come one at a time: each batch is stored by the single-batch statement
@@ -196,6 +199,7 @@ def main() -> None:
     pg.ADMIN_URL = cluster.admin_url  # create_bench_site and database_url: on this cluster
 
     counts: dict[tuple[str, str], tuple[float, float]] = {}
+    fixed: dict[tuple[str, str], float] = {}
     try:
         cluster.start()
         keys = {name: create_bench_site(f"egis_instructions_{name}", bench_env(
@@ -215,7 +219,7 @@ def main() -> None:
                 for requests in (args.requests, 2 * args.requests):
                     app_counts.append(serve_counted(
                         load, keys[name], pg.database_url(f"egis_instructions_{name}"),
-                        roots[name], requests) / requests)
+                        roots[name], requests))
                     names, total = cluster.finished_counts(known)
                     known |= names
                     backend_counts.append(total)
@@ -225,7 +229,12 @@ def main() -> None:
                                       f"-{requests}")
                 # Each run serves its requests twice (warm-up, then counted).
                 per_request = (backend_counts[1] - backend_counts[0]) / (2 * args.requests)
-                counts[(load, name)] = (app_counts[1], per_request)
+                # The app's too: a merge after the counted requests (bench/instructions.py)
+                # costs its Python once per run whatever the requests; what is left is a
+                # request's share of a merge of many, as under load.
+                app_per_request = (app_counts[1] - app_counts[0]) / args.requests
+                counts[(load, name)] = (app_per_request, per_request)
+                fixed[(load, name)] = app_counts[0] - args.requests * app_per_request
         # A first run of each tree does what a database's first groups do once (creating the
         # month's partitions, the site): not counted.
         groups = {name: [group_counted(cluster, known, f"egis_instructions_{name}", roots[name],
@@ -251,6 +260,10 @@ def main() -> None:
                       else " | | ")
             print(f"| {load} | {name} | {app:,.0f} | {backend:,.0f} | {app + backend:,.0f} | "
                   f"{ratios} |")
+    for load in LOADS if counts else ():
+        print(f"\n{load}: the app's instructions once per run, whatever its requests (a merge's "
+              "fixed part, under load once per EGIS_ROLLUP_MERGE_SECONDS per worker): "
+              + ", ".join(f"{name} {fixed[(load, name)]:,.0f}" for name in TREES))
     if groups:
         per_batch = {name: (runs[1] - runs[0]) / args.batches for name, runs in groups.items()}
         print(f"\nThe group statement, groups of {args.group} 5-event batches of one page "

@@ -56,17 +56,19 @@ def statement_params(store: Any, rows: Any) -> dict[str, Any]:
               "received_at": rows.received_at, "session_id": rows.session_id,
               "anonymous_id": rows.anonymous_id, "user_id": None, "sent_ts": rows.sent_ts,
               "weight": rows.weight, "events": orjson.dumps(rows.events).decode(),
-              "period": rows.period, "shard": rows.shard, **rows.context.columns(),
-              "visit": orjson.dumps(rows.visit() or {}).decode()}
-    for name in ("pages", "slots"):  # what the trees that sent the rollups' rows as JSON pass
+              "period": rows.period, "shard": rows.shard, **rows.context.columns()}
+    # what the trees that merged the rollups in this statement pass
+    for name in ("visit", "pages", "slots"):
         if hasattr(rows, name):
-            params[name] = orjson.dumps(getattr(rows, name)()).decode()
+            params[name] = orjson.dumps(getattr(rows, name)() or {}).decode()
     return {name: params.get(name) for name, _type in batch_statement(store).parameters}
 
 
 def batch_statement(store: Any) -> Any:
-    """The tree's single-batch statement (built at first use since the rollups were made in
-    SQL)."""
+    """The tree's single-batch statement (built at first use while the rollups were merged in
+    it)."""
+    if hasattr(store, "BATCH_STATEMENT"):
+        return store.BATCH_STATEMENT
     return store.statements()[0] if hasattr(store, "statements") else store._PG_STORE_BATCH
 
 

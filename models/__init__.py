@@ -8,6 +8,7 @@ from models.event_slot import EventSlot
 from models.idempotency_key import IdempotencyKey
 from models.ingest_tally import IngestTally
 from models.instance_secret import InstanceSecret
+from models.rollup_mark import RollupMark
 from models.server_event import ServerEvent
 from models.site import Site
 from models.usage import Usage
@@ -18,8 +19,9 @@ from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
               InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey, Visit, VisitPage,
-              EventSlot)
+              EventSlot, RollupMark)
 
 __all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "CrawlHit", "Event", "EventSlot",
-           "IdempotencyKey", "IngestTally", "InstanceSecret", "JSONField", "ServerEvent", "Site",
-           "Usage", "Visit", "VisitPage", "VisitorSalt", "VisitorState", "database"]
+           "IdempotencyKey", "IngestTally", "InstanceSecret", "JSONField", "RollupMark",
+           "ServerEvent", "Site", "Usage", "Visit", "VisitPage", "VisitorSalt", "VisitorState",
+           "database"]

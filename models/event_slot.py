@@ -14,14 +14,13 @@ from models.base import BaseModel
 
 class EventSlot(BaseModel):
     """Events of one type of a site in one quarter hour (UTC) of their time, counted and their
-    weights summed: kept up to date by the statement that stores each batch (app.event_slots),
-    so that event counts per period or per local hour, day, week or month read a few rows per
+    weights summed: merged from the events after ingest (app.rollups, app.event_slots), so
+    that event counts per period or per local hour, day, week or month read a few rows per
     quarter hour instead of the events. Every zone's offset is a whole number of quarter hours,
     so a local day starts at a slot's start.
 
-    Spread over shards like models.Usage (each writer process adds to its own), so a busy
-    site's current quarter hour is not one row that every request waits for; a slot's figures
-    are the sum over its shards.
+    A slot's figures are the sum over its shards: the merges write shard 0, and rows from
+    before them (each writer process added to its own shard, like models.Usage) remain.
     """
 
     id = BigAutoField()

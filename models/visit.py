@@ -20,8 +20,8 @@ CONTEXT_COLUMNS = ("country", "device", "browser", "browser_version", "os", "os_
 
 
 class Visit(BaseModel):
-    """One visit (a session id of a site) as its stored events make it, kept up to date in the
-    statement that stores each batch (app.visits), so that the agent's visit figures
+    """One visit (a session id of a site) as its stored events make it, merged from the events
+    after ingest (app.rollups, app.visits), so that the agent's visit figures
     read one row per visit instead of grouping the period's events by session.
 
     The analytics read a period's visits from here: the rows inside the period as they are, and

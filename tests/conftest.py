@@ -106,10 +106,11 @@ def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
     """Build an app on the test database; keyword overrides become config."""
 
     def build(**overrides: Any):
-        # Tallies written at once, so that a test reads them right after its request; the
-        # buffered way the service runs by default has tests of its own (tests/test_tally.py).
+        # Tallies written and rollups merged at once, so that a test reads them right after its
+        # request; the deferred way the service runs by default has tests of its own
+        # (tests/test_tally.py, tests/test_rollups.py).
         return create_app({"DATABASE_URL": migrated, "TESTING": True,
-                           "TALLY_FLUSH_SECONDS": 0, **overrides})
+                           "TALLY_FLUSH_SECONDS": 0, "ROLLUP_MERGE_SECONDS": 0, **overrides})
 
     yield build
     release_connections()

@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import current_app
 
+from app import rollups
 from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
 from app.analytics import base, describe, funnel, query
@@ -29,8 +30,11 @@ TIMEOUT = ("The query ran longer than {seconds:g} s and was stopped. Narrow it: 
 
 @contextmanager
 def reading_or_tool_error() -> Iterator[None]:
-    """base.reading with the configured time limit; a stopped statement becomes a ToolError."""
+    """base.reading with the configured time limit, after merging what the rollups do not
+    hold yet (app.rollups), so that the answer counts every event stored before the call; a
+    stopped statement becomes a ToolError."""
     seconds = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
+    rollups.catch_up()
     try:
         with base.reading(seconds):
             yield

@@ -1,5 +1,5 @@
 """The rows the `query` compiler reads for a period, exactly as DESIGN.md defines them, from
-the tables kept at ingest instead of the events where they can answer:
+the rollups (app.rollups) instead of the events where they can answer:
 
 - visits (models.Visit): one row per visit of the period (`visits_cte`);
 - visit pages (models.VisitPage): one row per (visit, page) of the period (`pages_cte`);
@@ -95,7 +95,7 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
     view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
     `columns`, all from its events in the period (its first page view in the period for the
     entry values). A visit whose events all lie in the period is its visit table row
-    (models.Visit, kept at ingest). The few that cross the period's first or last instant are
+    (models.Visit, merged after ingest). The few that cross the period's first or last instant are
     derived from their events in the period (`edges`) and enter the statement as a VALUES
     list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
     funnel's statement. `sessions`, a subquery of session ids, narrows the table's rows to

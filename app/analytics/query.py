@@ -6,7 +6,7 @@ The statement, as CTEs:
   visits          one row per visit of the period (a session id with a page view in the period,
                   with the values of its first page view in the period: DESIGN.md), built only
                   when a visit metric, dimension or filter needs it: the visit table's rows
-                  (models.Visit, kept at ingest) of the visits whose events all lie in the
+                  (models.Visit, merged after ingest) of the visits whose events all lie in the
                   period, and, as a VALUES list, the few that cross its first or last instant,
                   derived from their events in the period (visits_cte).
   grouped         the events that event filters select, summed per (event and time dimensions,

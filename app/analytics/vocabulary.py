@@ -50,7 +50,7 @@ RATES = frozenset({"bounce_rate", "conversion_rate"})  # compared in points, not
 @dataclass(frozen=True)
 class Row:
     """Where a dimension's SQL reads: the selected event, and the visits CTE's columns; or,
-    reading rows kept at ingest in the events' place, their page (`page`, for event:page)
+    reading the rollups (app.rollups) in the events' place, their page (`page`, for event:page)
     and time (`time`, for time:*) columns."""
 
     event: Any

@@ -18,10 +18,10 @@ million events). Also:
 Run it, as every upgrade, before this version's workers start: the previous version's workers
 do not write the new tables.
 """
-from peewee import SQL, BooleanField, DoubleField, PostgresqlDatabase
+from peewee import SQL, BooleanField, DoubleField, PostgresqlDatabase, fn
 
-from app import rollups, visits
-from models import EventSlot, VisitPage
+from app import event_slots, visits
+from models import Event, EventSlot, VisitPage
 
 LOCK_TIMEOUT = "5s"
 # A batch updates its visit's page rows and the current quarter hour's row; none of the
@@ -56,7 +56,9 @@ def up(migrator, db):
     db.execute_sql("CREATE INDEX event_sessionless ON event (site_id, occurred_at) "
                    "WHERE session_id IS NULL")
     db.execute_sql("DROP INDEX IF EXISTS event_sampled")
-    rollups.rebuild()
+    through = Event.select(fn.COALESCE(fn.MAX(Event.id), 0)).scalar()  # every event stored
+    visits.rebuild(through=through)
+    event_slots.rebuild(through=through)
 
 
 def down(migrator, db):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import metrics, tally
+from app import metrics, rollups, tally
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.tracking import quota, store
@@ -138,6 +138,8 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
         return IngestResult(count=outcome.count, duplicate=True, sampled=decision.sampling)
     usage.add(site.id, period, len(rows))
     metrics.count_stored_events(row["type"] for row in rows)
+    if rows:
+        rollups.stored()
     if decision.sampling:
         tally.add(site.id, SAMPLED, len(events) - len(rows))
     return IngestResult(count=len(rows), sampled=decision.sampling)
@@ -199,4 +201,5 @@ def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
                  **page_columns("goal", page_url, referrer, site.domain)}]))
     usage.add(site.id, period, 1)
     metrics.count_stored_events(["goal"])
+    rollups.stored()
     return IngestResult(count=1, sampled=decision.sampling)

@@ -1,4 +1,4 @@
-"""The `query` tool's answers from the rows kept at ingest (app.analytics.period_rows): the
+"""The `query` tool's answers from the rollups (app.analytics.period_rows): the
 visit pages for event:page, the quarter-hour counts for event sums by time and type. Every
 figure is worked out by hand from the definitions (DESIGN.md), so an answer read from a rollup
 is the answer the events give, at the period's edges too.

@@ -1,7 +1,9 @@
-"""The tables kept at ingest (app.visits, app.visit_pages, app.event_slots) as the store
-statements keep them: after any sequence of stored batches, their rows are exactly what
+"""The rollups (app.visits, app.visit_pages, app.event_slots) as the merges after ingest keep
+them (app.rollups): after any sequence of stored batches, merged request by request (the tests'
+apps merge in each request) or several at once, their rows are exactly what
 `rollups.rebuild()` derives from the stored events (the quarter hours' summed over shards).
-Through HTTP on both databases; the group statement (PostgreSQL) through store.store_group.
+Through HTTP on both databases; the group statement (PostgreSQL) through store.store_group,
+whose batches one merge takes together.
 
 Event times are set by a clock standing in for the receive time (ingest.utcnow), so that two
 batches can hold page views of the very same instant (the tie rule of app.visits).
@@ -103,8 +105,10 @@ def slot_table(app) -> list[tuple[Any, ...]]:
 
 
 def assert_as_rebuilt(app) -> list[dict[str, Any]]:
-    """The visit, page and quarter-hour rows the store statements merged equal those rebuilt
-    from the events; the visit rows."""
+    """The visit, page and quarter-hour rows merged (events stored without a request merged
+    now) equal those rebuilt from the events; the visit rows."""
+    with db(app):
+        rollups.merge()
     merged = visit_table(app), page_table(app), slot_table(app)
     with db(app):
         rollups.rebuild()
