@@ -1,32 +1,37 @@
 """The rollups the agent's reads use (app.visits with app.visit_pages, app.event_slots), merged
 from the event table after ingest instead of by each batch's own statement.
 
-Why: merged in the store statement, the three upserts were a fixed cost of every request, 2.6
-times PostgreSQL's instructions for a 1-event batch (bench/README.md, "Instructions per
-request on both sides"); merged here, many batches share one statement of each kind.
+Why: merged in the store statement, the three upserts were a fixed cost of every request:
+PostgreSQL executed 2.6 times the instructions of the tree before them (75ace7a) for a 1-event
+batch; merged here, many batches share one statement of each kind, and a batch's share is
+1.38 times (bench/README.md, "Instructions per request on both sides").
 
 How: models.RollupMark holds the largest event id merged: every event up to it is in the
 rollups, none after it. `merge` derives the rows of the events after the mark (the same
 `derived` the rebuilds use) and adds them to the stored ones with the merge rules of each
-table (app.upserts), in one transaction that also moves the mark, so a merge is all or
-nothing. Which ids are final: PostgreSQL draws ids from a sequence as a statement runs and
-commits them in any order, so a visible id does not prove that the smaller ones have
-committed; `LOCK TABLE event IN SHARE MODE` waits for every transaction inserting events (an
-insert takes ROW EXCLUSIVE before it draws an id) and holds new ones back for the instant of
-reading the sequence, after which every id it has handed out is final (the mark may pass ids
-of rolled back inserts: no event has them). A read with nothing new to merge reads the
-sequence only, none of the event table's partitions. SQLite has one writer: the merge's
-IMMEDIATE transaction sees every committed id and no other.
+table (app.upserts), in transactions of at most MERGE_IDS ids that each move the mark, so
+each step is all or nothing. Which ids are final: PostgreSQL draws ids from a sequence as a
+statement runs and commits them in any order, so a visible id does not prove that the smaller
+ones have committed; a merge reads the sequence, then waits for the transactions that were
+inserting events then (pg_locks: an insert holds ROW EXCLUSIVE on the table from before it
+draws an id), after which every id the sequence had handed out is final (the mark may pass
+ids of rolled back inserts: no event has them). Nothing is locked: ingest never waits for a
+merge. A read with nothing new to merge
+reads the sequence only, none of the event table's partitions. SQLite has one writer: the
+merge's IMMEDIATE transaction sees every committed id and no other.
 
-When: a worker that stored events merges MERGE_SECONDS later (MergeTimer, like app.tally's
-buffer; 0: in the request), and every read of the agent surface merges first (`catch_up`), so
-an answer counts every event stored before it was asked. One merge at a time: an advisory
-lock on PostgreSQL, the write lock on SQLite. A rebuild (erasure, rows written beside the store
-path) runs within `merged`: everything merged first, the mark held still, and its rows derived
-from the events up to the mark, so that no event is counted twice.
+When: a worker that stored events merges EGIS_ROLLUP_MERGE_SECONDS later (MergeTimer, like
+app.tally's buffer; 0: in the request), and every read of the agent surface merges first
+(`catch_up`), so an answer counts every event stored before it was asked. One merge at a time:
+an advisory lock on PostgreSQL, the write lock on SQLite. Erasure runs within `merged`:
+everything merged first, the mark held still, and the erased sessions' rows derived again from
+the events up to the mark, so that no event is counted twice; `rebuild` (rows written beside
+the store path) derives every row from the events up to the last final id and moves the mark
+there in the same transaction.
 """
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -46,6 +51,7 @@ _AFTER, _THROUGH = -(2**62) - 1, -(2**62) - 2  # stand-ins for a merge's id rang
 # Event ids per merge transaction: a backlog (timers that failed for a while) is merged in
 # steps, each well within the pool's statement_timeout (app.db).
 MERGE_IDS = 200_000
+INSERT_POLL_SECONDS = 0.002  # a store statement takes a millisecond or two
 
 
 def _largest_id() -> int:
@@ -78,11 +84,24 @@ def _final_id() -> int:
     """An id up to which every id is final: committed, or never to be."""
     if not is_postgres():
         return _largest_id()  # within the merge's IMMEDIATE transaction
-    with database.atomic():
-        # Once no insert is in flight, every id handed out is final. The sequence hands out
-        # one id per call (no per-connection CACHE), so none drawn before can come later.
-        database.execute_sql("LOCK TABLE event IN SHARE MODE")
-        return _drawn_id()
+    drawn = _drawn_id()
+    # Each insert that drew an id up to `drawn` has held ROW EXCLUSIVE on the event table since
+    # before it drew it, until it ends: wait for those transactions, not for later ones (their
+    # ids are larger). LOCK TABLE ... IN SHARE MODE would wait for them too, but a request
+    # queued behind a VACUUM of the table would hold every insert back meanwhile.
+    inserting = _inserting()
+    while inserting:
+        time.sleep(INSERT_POLL_SECONDS)
+        inserting &= _inserting()
+    return drawn
+
+
+def _inserting() -> set[str]:
+    """The other transactions that hold ROW EXCLUSIVE on the event table now."""
+    return {vxid for (vxid,) in database.execute_sql(
+        "SELECT virtualtransaction FROM pg_locks WHERE locktype = 'relation' "
+        "AND relation = 'event'::regclass AND mode = 'RowExclusiveLock' AND granted "
+        "AND pid <> pg_backend_pid()").fetchall()}
 
 
 @cache

@@ -11,9 +11,9 @@ spell a column definition list (`AS e(type text, ...)`), hence the hand-written 
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
 in one transaction. The request's visit context (app.visit.context: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
-fields of each batch), not once per event. The rollups (visits, their pages,
-quarter hours) are not written here: app.rollups merges the stored events into them later, in
-bulk, which costs PostgreSQL far less than three upserts in every request's statement.
+fields of each batch), not once per event. The rollups (visits, their pages, quarter hours)
+are not written here: app.rollups merges the stored events into them later, in bulk, which
+costs PostgreSQL far less than three upserts in every request's statement.
 """
 from dataclasses import dataclass
 from datetime import datetime
