@@ -74,7 +74,7 @@ def prune(cutoffs: PruneCutoffs, batch_rows: int = DELETE_BATCH_ROWS) -> dict[st
     Events of whole months go with their partition (PostgreSQL); the rest row by row.
     """
     before = cutoffs.data_before
-    rollups.catch_up()  # the rollups of every event stored go with them
+    rollups.merge()  # the rollups of every event stored go with them
     dropped = sum(partitions.drop_months_before(before).values())
     with rollups.deleting_events():
         deleted = _delete_older(cutoffs, batch_rows)

@@ -22,7 +22,7 @@ merge's IMMEDIATE transaction sees every committed id and no other.
 
 When: a worker that stored events merges EGIS_ROLLUP_MERGE_SECONDS later (MergeTimer, like
 app.tally's buffer; 0: in the request), and every read of the agent surface merges first
-(`catch_up`), so an answer counts every event stored before it was asked. One merge at a time:
+(`merge`), so an answer counts every event stored before it was asked. One merge at a time:
 an advisory lock on PostgreSQL, the write lock on SQLite. Erasure runs within `merged`:
 everything merged first, the mark held still, and the erased sessions' rows derived again from
 the events up to the mark, so that no event is counted twice; `rebuild` (rows written beside
@@ -80,19 +80,23 @@ def _drawn_id() -> int:
         "::regclass), 0)").fetchone()[0]
 
 
-def _final_id() -> int:
-    """An id up to which every id is final: committed, or never to be."""
-    if not is_postgres():
-        return _largest_id()  # within the merge's IMMEDIATE transaction
-    drawn = _drawn_id()
-    # Each insert that drew an id up to `drawn` has held ROW EXCLUSIVE on the event table since
-    # before it drew it, until it ends: wait for those transactions, not for later ones (their
-    # ids are larger). LOCK TABLE ... IN SHARE MODE would wait for them too, but a request
-    # queued behind a VACUUM of the table would hold every insert back meanwhile.
+def _wait_for_inserts_in_flight() -> None:
+    """PostgreSQL: every id the sequence has handed out so far is final once this returns."""
+    # Each insert that drew an id so far has held ROW EXCLUSIVE on the event table since before
+    # it drew it, until it ends: wait for those transactions, not for later ones (their ids are
+    # larger). LOCK TABLE ... IN SHARE MODE would wait for them too, but a request queued
+    # behind a VACUUM of the table would hold every insert back meanwhile.
     inserting = _inserting()
     while inserting:
         time.sleep(INSERT_POLL_SECONDS)
         inserting &= _inserting()
+
+
+def _final(drawn: int) -> int:
+    """`drawn` (_drawn_id's), once every id up to it is final: committed, or never to be (on
+    SQLite at once, within the merge's IMMEDIATE transaction)."""
+    if is_postgres():
+        _wait_for_inserts_in_flight()
     return drawn
 
 
@@ -131,9 +135,10 @@ def _add(after: int, through: int) -> None:
 def _merge_locked() -> int:
     """Merge what is final and not merged yet (the merge lock held); the mark after."""
     merged_through = mark()
-    if _drawn_id() <= merged_through:
+    drawn = _drawn_id()
+    if drawn <= merged_through:
         return merged_through  # nothing stored since
-    through = _final_id()
+    through = _final(drawn)
     while merged_through < through:  # a long backlog in steps, each within a statement's limit
         step = min(through, merged_through + MERGE_IDS)
         with database.atomic():
@@ -170,11 +175,6 @@ def merge(wait: bool = True) -> bool:
         if held:
             _merge_locked()
         return held
-
-
-def catch_up() -> None:
-    """Before a read: the rollups hold every event committed before it."""
-    merge(wait=True)
 
 
 @contextmanager
@@ -246,7 +246,7 @@ def rebuild() -> int:
     path (tests, the benchmark's seeding): the mark moves to the last of them in the same
     transaction. How many visit rows there are."""
     with _merge_lock(wait=True):
-        through = _final_id()
+        through = _final(_drawn_id())
         with database.atomic():
             count = visits.rebuild(through=through)
             event_slots.rebuild(through=through)

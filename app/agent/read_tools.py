@@ -34,7 +34,7 @@ def reading_or_tool_error() -> Iterator[None]:
     hold yet (app.rollups), so that the answer counts every event stored before the call; a
     stopped statement becomes a ToolError."""
     seconds = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
-    rollups.catch_up()
+    rollups.merge()
     try:
         with base.reading(seconds):
             yield
