@@ -21,7 +21,7 @@ from app.limits import PER_KEY, limited
 from app.openapi import documented
 from app.privacy import looks_like_email
 from app.revenue import server_events
-from app.revenue.money import MoneyError, active_currencies
+from app.revenue.money import MAX_AMOUNT, MoneyError, active_currencies
 from models.api_key import SERVER
 from models.ingest_tally import REJECTED_403_PLAN
 
@@ -31,6 +31,8 @@ bp = Blueprint("server", __name__)
 BOTH_AMOUNTS = "Send either amount or revenue_cents, not both."
 CURRENCY_REQUIRED = "Required with amount or revenue_cents."
 CURRENCY_ALONE = "Only allowed with amount or revenue_cents."
+AMOUNT_RANGE = (f"Must be between {-MAX_AMOUNT} and {MAX_AMOUNT} (10^15 major units either way); "
+                "a larger amount can be sent as revenue_cents, in minor units.")
 EMAIL_REFUSED = "Must be an opaque user id (the one given to identify()), not an e-mail address."
 
 
@@ -90,10 +92,13 @@ class ServerEventSchema(Schema):
     identifiedUserId = opaque_id(
         "The id the tracker's identify() set, so revenue joins the visit; never an e-mail.",
         not_an_email)
-    amount = ExactNumber(allow_none=True, metadata={
-        "description": "Major units as a JSON number (19.99 USD), read exactly; negative for a "
-                       "refund; at most as many decimals as the currency has (JPY 0, USD 2, BHD "
-                       "3), and at most 2^63-1 of its minor units."})
+    amount = ExactNumber(
+        allow_none=True,
+        validate=validate.Range(min=-MAX_AMOUNT, max=MAX_AMOUNT, error=AMOUNT_RANGE),
+        metadata={"description": "Major units as a JSON number (19.99 USD), read exactly; "
+                                 "negative for a refund; at most as many decimals as the "
+                                 "currency has (JPY 0, USD 2, BHD 3); at most 10^15 either way "
+                                 "(larger: revenue_cents)."})
     revenue_cents = StrictInteger(
         allow_none=True,
         validate=validate.Range(min=-server_events.INT64_MAX, max=server_events.INT64_MAX),

@@ -3,8 +3,10 @@
 - `errors_are_json_objects`, a check: every error answer is `{"error": "<sentence>"}`.
 - `before_call`: the one rule the document can only state in words is applied to generated
   amounts, so that a body the document calls valid is one the service must accept: an amount's
-  decimals and size depend on its currency (tested on its own in tests/revenue/). Nothing else
-  is adjusted: an integer field takes every number JSON Schema calls an integer (1999.0 too).
+  decimals depend on its currency (tested on its own in tests/revenue/). Its size is not
+  adjusted: the document's bounds (10^15 either way) are the service's
+  (tests/revenue/test_money_bounds.py). Nothing else is adjusted: an integer field takes every
+  number JSON Schema calls an integer (1999.0 too).
 """
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
@@ -12,11 +14,10 @@ from typing import Any
 import orjson
 import schemathesis
 
-from app.revenue.money import active_currencies, currency_exponent
+from app.revenue.money import MAX_AMOUNT, active_currencies, currency_exponent
 
 MCP_PATH = "/api/mcp"
 SERVER_EVENTS_PATH = "/api/server/events"
-LARGEST_AMOUNT = Decimal(10) ** 12  # major units: far from 2^63 minor units in any currency
 
 
 @schemathesis.check
@@ -42,10 +43,11 @@ def _is_number(value: Any) -> bool:
 
 
 def recordable_amount(amount: float | int, currency: str) -> float | int:
-    """`amount` cut to the currency's decimals and to a size its minor units can hold."""
+    """`amount` cut to the currency's decimals (toward zero: still within the bounds); one
+    beyond the bounds as it is (the document calls it invalid: the service must refuse it)."""
     value = Decimal(repr(amount))
-    if abs(value) > LARGEST_AMOUNT:
-        value = LARGEST_AMOUNT.copy_sign(value)
+    if abs(value) > MAX_AMOUNT:
+        return amount
     exponent = currency_exponent(currency)
     value = value.quantize(Decimal(1).scaleb(-exponent), rounding=ROUND_DOWN)
     return int(value) if exponent == 0 else float(value)
