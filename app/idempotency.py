@@ -27,8 +27,10 @@ from typing import Any
 
 from flask import Response, current_app, g, request
 
+from app import tally
 from app.errors import ApiError
 from models import IdempotencyKey, database
+from models.ingest_tally import DUPLICATE_IDEMPOTENCY_KEY
 from models.site import utcnow
 
 HEADER = "Idempotency-Key"
@@ -90,6 +92,7 @@ def answer_once(site_id: int, endpoint: str, key: str, store: Callable[[], Any],
     now = now or utcnow()
     with database.atomic() as transaction:
         if not _claim(site_id, endpoint, key, now):
+            tally.add(site_id, DUPLICATE_IDEMPOTENCY_KEY)  # egis_duplicates_total too
             return _repeat(site_id, endpoint, key)
         response = current_app.make_response(store())
         if not 200 <= response.status_code < 300:

@@ -20,7 +20,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from models.ingest_tally import BOT, DUPLICATE, SAMPLED
+from models.ingest_tally import BOT, DUPLICATE, DUPLICATE_IDEMPOTENCY_KEY, DUPLICATE_ORDER, SAMPLED
 
 REQUESTS = Counter("egis_http_requests_total", "HTTP requests answered, by endpoint and status.",
                    ["endpoint", "status"])
@@ -34,8 +34,12 @@ EVENTS_SAMPLED = Counter("egis_events_sampled_total",
                          "Events not stored because their site is over quota and their session "
                          "fell outside the sample.")
 DUPLICATES = Counter("egis_duplicates_total",
-                     "Resends stored once: batches with a known id, server events with a known "
-                     "orderId.", ["kind"])
+                     "Resends stored once: batches with a known id (batch), server events with "
+                     "a known orderId (order), requests repeating an Idempotency-Key "
+                     "(idempotency_key).", ["kind"])
+# The ingest-health tally's duplicate reasons, by their label here.
+DUPLICATE_KINDS = {DUPLICATE: "batch", DUPLICATE_ORDER: "order",
+                   DUPLICATE_IDEMPOTENCY_KEY: "idempotency_key"}
 BOT_REQUESTS = Counter("egis_bot_requests_total",
                        "Browser requests from known bots: answered 200, nothing stored.")
 REJECTIONS = Counter("egis_rejected_requests_total",
@@ -57,19 +61,16 @@ def count_stored_events(types: Iterable[str]) -> None:
         EVENTS_STORED.labels(event_type).inc(count)
 
 
-def count_server_event(duplicate: bool) -> None:
-    if duplicate:
-        DUPLICATES.labels("order").inc()
-    else:
-        SERVER_EVENTS_STORED.inc()
+def count_server_event_stored() -> None:
+    SERVER_EVENTS_STORED.inc()
 
 
 def count_not_stored(reason: str, count: int) -> None:
     """What the ingest-health tally counts (models.ingest_tally reasons), as series."""
     if reason == SAMPLED:
         EVENTS_SAMPLED.inc(count)
-    elif reason == DUPLICATE:
-        DUPLICATES.labels("batch").inc(count)
+    elif reason in DUPLICATE_KINDS:
+        DUPLICATES.labels(DUPLICATE_KINDS[reason]).inc(count)
     elif reason == BOT:
         BOT_REQUESTS.inc(count)
     else:

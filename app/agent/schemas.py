@@ -244,6 +244,9 @@ class IngestCounts(Schema):
     crawl_hits_stored = _int()
     sampled_away = _int(metadata={"description": "Events dropped by quota sampling."})
     duplicate_batches = _int(metadata={"description": "Resent batches, stored once."})
+    duplicate_orders = _int(metadata={"description": "Server events with a known orderId."})
+    duplicate_idempotency_keys = _int(metadata={
+        "description": "Requests repeating an Idempotency-Key, answered as the first."})
     bot_filtered = _int(metadata={"description": "Browser requests from bots, not stored."})
     rejected_total = _int(metadata={"description": "Requests refused, all reasons."})
     rejected = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True,

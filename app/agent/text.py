@@ -120,7 +120,9 @@ def _ingest_line(row: dict[str, Any]) -> str:
                          for reason, count in sorted(row["rejected"].items()))
     return (f"stored {_n(row['events_stored'])} events, {_n(row['server_events_stored'])} "
             f"server events, {_n(row['crawl_hits_stored'])} crawl hits; sampled away "
-            f"{_n(row['sampled_away'])}, duplicate batches {_n(row['duplicate_batches'])}, bots "
+            f"{_n(row['sampled_away'])}, duplicate batches {_n(row['duplicate_batches'])}, "
+            f"orders {_n(row['duplicate_orders'])} and Idempotency-Key repeats "
+            f"{_n(row['duplicate_idempotency_keys'])}, bots "
             f"{_n(row['bot_filtered'])}, rejected {_n(row['rejected_total'])}"
             + (f" ({rejected})" if rejected else ""))
 

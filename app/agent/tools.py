@@ -144,7 +144,8 @@ TOOLS = [
           render_crawlers),
     _tool("get_ingest_health", "Ingest health",
           "Per UTC day of receipt: events, server events and crawl hits stored; events sampled "
-          "away over quota; duplicate batches; bot requests filtered; requests rejected, by "
+          "away over quota; duplicate batches, orders and Idempotency-Key repeats (stored "
+          "once); bot requests filtered; requests rejected, by "
           "reason. The account of what was not counted (the latest may still be on its way: "
           "each worker writes these counts once a second by default)." + PERIOD_NOTE,
           PeriodArgs,

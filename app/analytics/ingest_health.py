@@ -9,11 +9,22 @@ from peewee import (
 
 from app.analytics.base import Period, day_of, fetch
 from models import CrawlHit, Event, IngestTally, ServerEvent, database
-from models.ingest_tally import BOT, DUPLICATE, SAMPLED
+from models.ingest_tally import (
+    BOT,
+    DUPLICATE,
+    DUPLICATE_IDEMPOTENCY_KEY,
+    DUPLICATE_ORDER,
+    SAMPLED,
+)
 
 INGEST_COUNTS = ("events_stored", "server_events_stored", "crawl_hits_stored", "sampled_away",
-                 "duplicate_batches", "bot_filtered", "rejected_total")
-_TALLY_COLUMNS = {SAMPLED: "sampled_away", DUPLICATE: "duplicate_batches", BOT: "bot_filtered"}
+                 "duplicate_batches", "duplicate_orders", "duplicate_idempotency_keys",
+                 "bot_filtered", "rejected_total")
+# Each tally reason's column; the duplicates are /metrics' egis_duplicates_total{kind} (batch,
+# order, idempotency_key), counted by the same call (app.tally.add).
+_TALLY_COLUMNS = {SAMPLED: "sampled_away", DUPLICATE: "duplicate_batches",
+                  DUPLICATE_ORDER: "duplicate_orders",
+                  DUPLICATE_IDEMPOTENCY_KEY: "duplicate_idempotency_keys", BOT: "bot_filtered"}
 
 
 def _stored_per_day(model: Any, column: str, site_id: int, period: Period) -> Select:

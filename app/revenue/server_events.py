@@ -15,11 +15,12 @@ from typing import Any
 
 from peewee import IntegrityError
 
-from app import metrics
+from app import metrics, tally
 from app.db import is_postgres
 from app.privacy import strip_money
 from app.revenue.money import MoneyError, normalize_currency, to_minor_units
 from models import ServerEvent, Site, database
+from models.ingest_tally import DUPLICATE_ORDER
 from models.site import utcnow
 
 EPOCH = datetime(1970, 1, 1)
@@ -104,9 +105,10 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
         inserted = True
     else:
         inserted = _insert_once_postgres(row) if is_postgres() else _insert_once_portable(row)
-    metrics.count_server_event(duplicate=not inserted)
     if inserted:
+        metrics.count_server_event_stored()
         return Recorded(id=str(row["uid"]), duplicate=False)
+    tally.add(site.id, DUPLICATE_ORDER)  # and egis_duplicates_total{kind="order"}
     return Recorded(id=_existing_uid(site.id, event.order_id), duplicate=True)
 
 

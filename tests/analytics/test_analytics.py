@@ -224,7 +224,8 @@ def _tallies(rng: random.Random, data: Dataset, other: Site) -> None:
     rows = [{"site_id": data.site.id, "day": day, "reason": reason,
              "count": rng.randrange(1, 50)}
             for day in (date(2026, 2, 28), date(2026, 3, 2), date(2026, 3, 17), LAST)
-            for reason in ("sampled", "duplicate", "bot", "rejected_400", "rejected_429")
+            for reason in ("sampled", "duplicate", "duplicate_order", "duplicate_idempotency_key",
+                           "bot", "rejected_400", "rejected_429")
             if rng.random() < 0.8]
     rows.append({"site_id": other.id, "day": date(2026, 3, 2), "reason": "sampled",
                  "count": 1000})
@@ -569,7 +570,8 @@ class Expected:
 
     def ingest_health(self) -> dict[str, Any]:
         columns = ("events_stored", "server_events_stored", "crawl_hits_stored",
-                   "sampled_away", "duplicate_batches", "bot_filtered", "rejected_total")
+                   "sampled_away", "duplicate_batches", "duplicate_orders",
+                   "duplicate_idempotency_keys", "bot_filtered", "rejected_total")
         days: dict[str, dict[str, Any]] = {}
 
         def day(moment: date) -> dict[str, Any]:
@@ -589,7 +591,8 @@ class Expected:
                 if row["site_id"] == self.site_id and START <= row["received_at"] < END:
                     day(row["received_at"].date())[column] += 1
         names = {"sampled": "sampled_away", "duplicate": "duplicate_batches",
-                 "bot": "bot_filtered"}
+                 "duplicate_order": "duplicate_orders",
+                 "duplicate_idempotency_key": "duplicate_idempotency_keys", "bot": "bot_filtered"}
         for row in self.data.tallies:
             if row["site_id"] == self.site_id and FIRST <= row["day"] <= LAST:
                 entry = day(row["day"])
