@@ -10,21 +10,20 @@ and answers the app's `tools/call` by calling that egis too.
 """
 import json
 import subprocess
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser
 
 from app.agent.apps import EXTENSION, MIME_TYPE
 from tests.analytics.test_query import ev
-from tests.conftest import ROOT, LiveServer
+from tests.conftest import ROOT
 from tests.helpers import site_with_events
-from tests.sdk.conftest import browser  # noqa: F401  (the session's Chromium)
+from tests.sdk.conftest import PageServer, chromium
 
 CHARTS = ROOT / "charts"
 DOMAIN = "charts.example"
@@ -50,37 +49,6 @@ def spec_csp(csp: dict[str, list[str]]) -> str:
         f"img-src 'self' data: {resources}", f"font-src 'self' {resources}",
         f"media-src 'self' data: {resources}", "frame-src 'none'", "object-src 'none'",
         "base-uri 'self'"])
-
-
-class StaticServer:
-    """Serves path -> (body, headers) on 127.0.0.1, on a port of its own."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, tuple[bytes, dict[str, str]]] = {}
-        files = self.files
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                body, headers = files.get(self.path.split("?")[0], (b"not found", {}))
-                self.send_response(200 if self.path.split("?")[0] in files else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Egis:
@@ -137,6 +105,13 @@ def events(site_id: int, _other_id: int) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium for this module only: Playwright's event loop is gone before the tests that
+    run their own (anyio) start."""
+    yield from chromium()
+
+
 @pytest.fixture
 def egis(app, make_site, start_server) -> Egis:
     keys = site_with_events(app, make_site, DOMAIN, events, timezone="UTC")
@@ -144,30 +119,30 @@ def egis(app, make_site, start_server) -> Egis:
 
 
 @pytest.fixture(scope="session")
-def host_page(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+def host_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The test host, bundled from charts/test/host/host.js with the locked esbuild."""
     if not (CHARTS / "node_modules" / "@modelcontextprotocol" / "ext-apps").is_dir():
         pytest.fail("charts/node_modules is missing: run `npm ci` in charts/ (.ci/run does)")
     out = tmp_path_factory.mktemp("host") / "host.html"
     subprocess.run(["node", "test/host/build-host.mjs", str(out)], cwd=CHARTS, check=True)
-    return out.read_bytes()
+    return out.read_text()
 
 
 @pytest.fixture
-def hosting(host_page: bytes, egis: Egis) -> Iterator[Callable[[str, dict[str, Any]], str]]:
+def hosting(host_page: str, egis: Egis) -> Iterator[Callable[[str, dict[str, Any]], str]]:
     """Serve the host page and a sandbox proxy for the app `uri` (read from egis, its CSP
     from the resource's `ui.csp`); returns (host URL, sandbox URL, the app's HTML and csp)."""
-    host, sandbox = StaticServer(), StaticServer()
-    host.files["/host.html"] = (host_page, {})
-    sandbox_html = (CHARTS / "test" / "host" / "sandbox.html").read_bytes()
+    host, sandbox = PageServer(), PageServer()
+    host.pages["/host.html"] = host_page
+    sandbox.pages["/sandbox.html"] = (CHARTS / "test" / "host" / "sandbox.html").read_text()
 
     def serve(uri: str) -> dict[str, Any]:
         contents = egis.app(uri)
         csp = contents["_meta"]["ui"]["csp"]
-        sandbox.files["/sandbox.html"] = (sandbox_html, {"Content-Security-Policy": spec_csp(csp)})
-        host_origin = f"http://localhost:{host.port}"
-        return {"host": f"{host_origin}/host.html",
-                "sandbox": f"http://127.0.0.1:{sandbox.port}/sandbox.html?host={host_origin}",
+        sandbox.headers["/sandbox.html"] = {"Content-Security-Policy": spec_csp(csp)}
+        host_origin = host.url("").rstrip("/")
+        return {"host": host.url("/host.html"),
+                "sandbox": sandbox.url(f"/sandbox.html?host={host_origin}", "127.0.0.1"),
                 "html": contents["text"], "csp": csp}
 
     yield serve
@@ -181,4 +156,3 @@ def screenshot_dir(tmp_path: Path) -> Path:
     return path
 
 
-__all__ = ["DAY", "DAYS", "DOMAIN", "Egis", "LiveServer", "screenshot_dir"]
