@@ -189,7 +189,8 @@ class McpServer:
         if isinstance(answer, RpcError):
             return Reply(era.status(answer.code), error_response(request_id, answer))
         reply = Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": answer})
-        declared = _declared_in(message) if initialize and not era.modern else NOTHING_DECLARED
+        declared = (_declared_in(message.get("params")) if initialize and not era.modern
+                    else NOTHING_DECLARED)
         if declared.apps:
             reply.headers[SESSION_RESPONSE_HEADER] = self.sessions.issue(declared)
         return reply
@@ -255,7 +256,7 @@ class McpServer:
             version = (requested if requested in HANDSHAKE_PROTOCOL_VERSIONS
                        else LATEST_HANDSHAKE_VERSION)
             self._validate(method, version, params)
-            declared = _declared_in({"params": params})
+            declared = _declared_in(params)
             return self._serialize(method, version, {
                 "protocolVersion": version, "capabilities": self._capabilities(declared),
                 "serverInfo": self.info, "instructions": self.instructions})
@@ -359,9 +360,8 @@ class McpServer:
                                            "result.") from None
 
 
-def _declared_in(message: Any) -> Declaration:
-    """What an initialize request declares (its params.capabilities)."""
-    params = message.get("params") if isinstance(message, dict) else None
+def _declared_in(params: Any) -> Declaration:
+    """What an initialize request's params declare (their capabilities)."""
     capabilities = params.get("capabilities") if isinstance(params, dict) else None
     return Declaration(apps=chart_apps.declares_apps(capabilities))
 

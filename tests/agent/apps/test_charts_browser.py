@@ -132,6 +132,7 @@ def test_time_series_with_comparison(show):
     assert hosted.app.locator("polyline.before").first.evaluate(
         "(line) => getComputedStyle(line).strokeDasharray") != "none"
     hosted.shot("time-series-comparison")
+    assert hosted.page.evaluate("() => window.egisHost.teardown()") == {}  # answered, as asked
     no_errors(hosted)
 
 
