@@ -38,8 +38,9 @@ class JsonRpcRequestSchema(Schema):
                                                           "stays 7.0); absent for a "
                                                           "notification (answered 202)."})
     method = fields.String(required=True, metadata={
-        "description": "initialize, ping, tools/list, tools/call, server/discover, or a "
-                       "notification."})
+        "description": "initialize, ping, tools/list, tools/call, server/discover, "
+                       "resources/list and resources/read (clients that declare the chart "
+                       "apps), or a notification."})
     params = fields.Raw(metadata={
         "description": "The method's parameters (an object for every MCP method); a wrong "
                        "shape is a JSON-RPC error in the answer, as an unknown method is."})
@@ -92,7 +93,8 @@ def _accepts_json() -> bool:
                      "Not JSON-RPC (a JSON-RPC error), or a body that could not be read."),
                401: (None, "Missing or invalid key."),
                403: (None, "Not a server key."),
-               404: (JsonRpcErrorSchema, "JSON-RPC method not found (protocol 2026-07-28)."),
+               404: (JsonRpcErrorSchema, "JSON-RPC method not found (protocol 2026-07-28), "
+                                         "or an Mcp-Session-Id this server did not issue."),
                405: (None, "Only POST."), 406: (None, "The client does not accept JSON."),
                413: (None, "Body too large."), 415: (None, "Not JSON."),
                429: (None, "Rate limited.")},
@@ -107,10 +109,11 @@ def mcp_endpoint() -> Response:
     from app.agent.tools import MCP
 
     headers = {name.lower(): value for name, value in request.headers.items()}
-    reply = MCP.handle(raw_body(), headers, g.site)
+    reply = MCP.handle(raw_body(), headers, g.site)  # Mcp-Session-Id in, with the headers
     if reply.body is None:
-        return Response(status=reply.status)
-    return Response(reply.content(), status=reply.status, mimetype="application/json")
+        return Response(status=reply.status, headers=reply.headers)
+    return Response(reply.content(), status=reply.status, mimetype="application/json",
+                    headers=reply.headers)  # Mcp-Session-Id out, to a client that declared apps
 
 
 # Rejections here are not ingest: answered as usual, but not tallied against the site's

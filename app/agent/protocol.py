@@ -17,11 +17,20 @@ drive this endpoint with the SDK's streamable HTTP client.
 Protocol revisions: every revision the SDK speaks.
 - 2024-11-05 ... 2025-11-25 (handshake era): `initialize` negotiates (the client's version when
   known, else the newest); later requests carry MCP-Protocol-Version (absent: 2025-03-26, as the
-  transport spec says). Stateless: no Mcp-Session-Id is issued, so nothing is remembered between
-  requests and `notifications/initialized` is acknowledged (202) and dropped.
+  transport spec says). Stateless: nothing is remembered between requests and
+  `notifications/initialized` is acknowledged (202) and dropped. A client that declares the chart
+  apps gets an Mcp-Session-Id that holds its declaration, signed (app.agent.session); any other
+  client gets none. A request whose Mcp-Session-Id this installation did not sign is answered 404
+  (the transport spec's answer for a session the server does not know: the client initializes
+  again and gets a valid id), not served as if the client had declared nothing, which would take
+  the charts away in mid-conversation from a host that still holds the tools' `_meta.ui`.
 - 2026-07-28 (stateless era): no handshake; every request carries its version and capabilities in
   params._meta plus the MCP-Protocol-Version and Mcp-Method headers, checked by the SDK's ladder;
   `server/discover` describes the server; `ping` no longer exists.
+The chart apps (app.agent.apps): a client that declared them (in `initialize`, or in a 2026-07-28
+request's `_meta`) sees `_meta.ui` on the tools that have one, the `resources` capability, and
+`resources/list`, `resources/templates/list` and `resources/read`; for any other client these
+methods do not exist and every answer is what it was before the apps.
 Routing follows the SDK's server: a handshake-era (or no) version header takes the handshake
 path, a 2026-07-28 header (or a body carrying the 2026 envelope) the stateless path; any other
 header value is answered -32022 (unsupported protocol version) with the versions served.
@@ -35,10 +44,10 @@ readable text, which the model can act on. HTTP status: on the 2026-07-28 path t
 (400 for most errors, 404 for an unknown method); on the handshake path 400 for a body that is
 not JSON-RPC and 200 for errors about a well-formed request, as the SDK's transport does.
 """
-import json
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -47,7 +56,6 @@ from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
@@ -61,7 +69,18 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
+from app.agent import apps as chart_apps
+from app.agent.jsonrpc import (
+    RpcError,
+    error_response,
+    ids_as_written,
+    method_not_found,
+    valid_id,
+)
 from app.agent.sdk import inbound
+from app.agent.session import HEADER as SESSION_HEADER
+from app.agent.session import NOTHING_DECLARED, Declaration, SessionIds, instance_secret
+from app.agent.session import RESPONSE_HEADER as SESSION_RESPONSE_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -103,72 +122,23 @@ class Tool:
 class Reply:
     status: int
     body: Any = None  # JSON value; None: no body (202)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def content(self) -> bytes:
         return b"" if self.body is None else orjson.dumps(self.body)
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    def payload(self) -> dict[str, Any]:
-        error = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 @dataclass(frozen=True)
 class _Era:
     modern: bool
     version: str | None  # the header's version (handshake era; None when absent)
+    # handshake era: what the client declared in initialize, read from its signed session id
+    declared: Declaration = NOTHING_DECLARED
 
     def status(self, code: int) -> int:
         if self.modern:
             return inbound.ERROR_CODE_HTTP_STATUS.get(code, 200)
         return 400 if code in (PARSE_ERROR, INVALID_REQUEST) else 200
-
-
-def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.payload()}
-
-
-def _valid_id(value: Any) -> bool:
-    """An id is a string or a number (integral or not), echoed as received. JSON-RPC 2.0 allows
-    null too, MCP does not ("the ID MUST NOT be null"): a request with it is invalid."""
-    return isinstance(value, str | int | float | orjson.Fragment) and not isinstance(value, bool)
-
-
-def _ids_as_written(body: bytes, message: Any) -> Any:
-    """`message` (one or a batch) with each id orjson read as a double replaced by the number
-    as written (an orjson.Fragment, echoed verbatim), so the answer carries the same value: a
-    double holds 0.1000000000000000000001 as 0.1 and 18446744073709551617 as 2^64.
-
-    orjson cannot keep a number's text, so the body is read a second time, by the standard
-    library, and only when an id is such a number; a body nested deeper than it reads keeps
-    the doubles.
-    """
-    messages = message if isinstance(message, list) else [message]
-    if not any(isinstance(item, dict) and isinstance(item.get("id"), float) for item in messages):
-        return message
-    try:
-        written = json.loads(body, parse_float=orjson.Fragment, parse_int=orjson.Fragment)
-    except RecursionError:
-        return message
-    for item, as_written in zip(messages, written if isinstance(written, list) else [written],
-                                strict=True):
-        if isinstance(item, dict) and isinstance(item.get("id"), float):
-            item["id"] = as_written["id"]
-    return message
-
-
-def _method_not_found(method: str, version: str | None = None) -> RpcError:
-    """-32601, naming the method in JSON quotes: an empty or blank name reads as one."""
-    revision = f" (protocol {version})" if version else ""
-    return RpcError(METHOD_NOT_FOUND,
-                    f"Method not found: {orjson.dumps(method).decode()}{revision}")
 
 
 def _first_problem(error: ValidationError) -> str:
@@ -179,10 +149,11 @@ def _first_problem(error: ValidationError) -> str:
 
 class McpServer:
     def __init__(self, name: str, version: str, title: str, instructions: str,
-                 tools: list[Tool]) -> None:
+                 tools: list[Tool], sessions: SessionIds | None = None) -> None:
         self.info = {"name": name, "title": title, "version": version}
         self.instructions = instructions
         self.tools = {tool.name: tool for tool in tools}
+        self.sessions = sessions or SessionIds(instance_secret)
 
     # --- transport --------------------------------------------------------------------
 
@@ -191,24 +162,38 @@ class McpServer:
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return Reply(400, _error(None, RpcError(PARSE_ERROR, "Parse error: the body is not "
-                                                                 "valid JSON.")))
-        message = _ids_as_written(body, message)
+            return Reply(400, error_response(None, RpcError(
+                PARSE_ERROR, "Parse error: the body is not valid JSON.")))
+        message = ids_as_written(body, message)
         header = headers.get(inbound.MCP_PROTOCOL_VERSION_HEADER)
         if header is not None and header not in SERVED_VERSIONS:
             error = RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                              {"supported": list(SERVED_VERSIONS), "requested": header})
-            return Reply(400, _error(None, error))
+            return Reply(400, error_response(None, error))
         era = _Era(modern=header in MODERN_PROTOCOL_VERSIONS or (
             header is None and _has_modern_envelope(message)), version=header)
+        initialize = isinstance(message, dict) and message.get("method") == "initialize"
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is not None and not era.modern and not initialize:
+            declared = self.sessions.read(session_id)
+            if declared is None:  # the transport spec's answer to a session it does not know
+                return Reply(404, error_response(None, RpcError(
+                    INVALID_REQUEST, "Session not found: this Mcp-Session-Id was not issued by "
+                                     "this server. Initialize again, without it.")))
+            era = dataclasses.replace(era, declared=declared)
         if isinstance(message, list):
             return self._batch(message, era, headers, context)
         request_id, answer = self._message(message, era, headers, context)
         if answer is None:
             return Reply(202)
         if isinstance(answer, RpcError):
-            return Reply(era.status(answer.code), _error(request_id, answer))
-        return Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": answer})
+            return Reply(era.status(answer.code), error_response(request_id, answer))
+        reply = Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": answer})
+        declared = (_declared_in(message.get("params")) if initialize and not era.modern
+                    else NOTHING_DECLARED)
+        if declared.apps:
+            reply.headers[SESSION_RESPONSE_HEADER] = self.sessions.issue(declared)
+        return reply
 
     def _batch(self, messages: list[Any], era: _Era, headers: Mapping[str, str],
                context: Any) -> Reply:
@@ -216,20 +201,20 @@ class McpServer:
         if era.modern or version not in BATCHING_VERSIONS:
             error = RpcError(INVALID_REQUEST, f"Invalid request: protocol revision {version} has "
                                               "no JSON-RPC batches; send one message per POST.")
-            return Reply(400, _error(None, error))
+            return Reply(400, error_response(None, error))
         if not messages:
-            return Reply(400, _error(None, RpcError(INVALID_REQUEST, "Invalid request: empty "
-                                                                     "batch.")))
+            return Reply(400, error_response(None, RpcError(INVALID_REQUEST,
+                                                            "Invalid request: empty batch.")))
         replies = []
         for message in messages:
             if isinstance(message, dict) and message.get("method") == "initialize":
                 answer: Any = RpcError(INVALID_REQUEST, "Invalid request: initialize must not "
                                                         "be part of a batch.")
-                request_id = message.get("id") if _valid_id(message.get("id")) else None
+                request_id = message.get("id") if valid_id(message.get("id")) else None
             else:
                 request_id, answer = self._message(message, era, headers, context)
             if isinstance(answer, RpcError):
-                replies.append(_error(request_id, answer))
+                replies.append(error_response(request_id, answer))
             elif answer is not None:
                 replies.append({"jsonrpc": "2.0", "id": request_id, "result": answer})
         return Reply(200, replies) if replies else Reply(202)
@@ -249,8 +234,8 @@ class McpServer:
                 else (None, None)
         method = message.get("method")
         has_id = "id" in message
-        if not isinstance(method, str) or (has_id and not _valid_id(request_id)):
-            return (request_id if _valid_id(request_id) else None,
+        if not isinstance(method, str) or (has_id and not valid_id(request_id)):
+            return (request_id if valid_id(request_id) else None,
                     RpcError(INVALID_REQUEST, "Invalid request: `method` must be a string and "
                                               "`id` a string or a number (not null)."))
         if not has_id:
@@ -259,27 +244,28 @@ class McpServer:
         try:
             if era.modern:
                 return request_id, self._modern(message, method, params, headers, context)
-            return request_id, self._handshake(method, params, era.version, context)
+            return request_id, self._handshake(method, params, era, context)
         except RpcError as error:
             return request_id, error
 
     # --- the two eras -----------------------------------------------------------------
 
-    def _handshake(self, method: str, params: Any, header_version: str | None,
-                   context: Any) -> dict[str, Any]:
+    def _handshake(self, method: str, params: Any, era: _Era, context: Any) -> dict[str, Any]:
         if method == "initialize":
             requested = params.get("protocolVersion") if isinstance(params, dict) else None
             version = (requested if requested in HANDSHAKE_PROTOCOL_VERSIONS
                        else LATEST_HANDSHAKE_VERSION)
             self._validate(method, version, params)
+            declared = _declared_in(params)
             return self._serialize(method, version, {
-                "protocolVersion": version, "capabilities": self._capabilities(),
+                "protocolVersion": version, "capabilities": self._capabilities(declared),
                 "serverInfo": self.info, "instructions": self.instructions})
-        version = header_version or DEFAULT_NEGOTIATED_VERSION
-        handlers = {"ping": lambda: {}, "tools/list": self._list_tools,
-                    "tools/call": lambda: self._call_tool(params, version, context)}
+        version = era.version or DEFAULT_NEGOTIATED_VERSION
+        handlers = {"ping": lambda: {}, "tools/list": lambda: self._list_tools(era.declared),
+                    "tools/call": lambda: self._call_tool(params, version, context),
+                    **self._resource_handlers(era.declared, params)}
         if method not in handlers:
-            raise _method_not_found(method)
+            raise method_not_found(method)
         self._validate(method, version, params)
         return self._serialize(method, version, handlers[method]())
 
@@ -289,10 +275,13 @@ class McpServer:
         if isinstance(verdict, inbound.InboundLadderRejection):
             raise RpcError(verdict.code, verdict.message, verdict.data)
         version = verdict.protocol_version
-        handlers = {"server/discover": self._discover, "tools/list": self._list_tools,
-                    "tools/call": lambda: self._call_tool(params, version, context)}
+        declared = Declaration(apps=chart_apps.declares_apps(verdict.client_capabilities))
+        handlers = {"server/discover": lambda: self._discover(declared),
+                    "tools/list": lambda: self._list_tools(declared),
+                    "tools/call": lambda: self._call_tool(params, version, context),
+                    **self._resource_handlers(declared, params)}
         if method not in handlers:
-            raise _method_not_found(method)
+            raise method_not_found(method)
         self._validate(method, version, params)
         result = handlers[method]()
         if method in mcp_methods.CACHEABLE_METHODS:
@@ -303,15 +292,37 @@ class McpServer:
 
     # --- methods ----------------------------------------------------------------------
 
-    def _capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": False}}
+    def _capabilities(self, declared: Declaration) -> dict[str, Any]:
+        if not declared.apps:
+            return {"tools": {"listChanged": False}}
+        return {"tools": {"listChanged": False}, "resources": {"listChanged": False},
+                "extensions": {chart_apps.EXTENSION: {}}}
 
-    def _discover(self) -> dict[str, Any]:
+    def _discover(self, declared: Declaration) -> dict[str, Any]:
         return {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
-                "capabilities": self._capabilities(), "instructions": self.instructions}
+                "capabilities": self._capabilities(declared), "instructions": self.instructions}
 
-    def _list_tools(self) -> dict[str, Any]:
-        return {"tools": [tool.listing() for tool in self.tools.values()]}
+    def _list_tools(self, declared: Declaration) -> dict[str, Any]:
+        """The catalogue; a client that declared the chart apps also sees which tool has one
+        (`_meta`, added here by tool name so that the catalogue stays one definition)."""
+        listed = []
+        for tool in self.tools.values():
+            listing = tool.listing()
+            meta = chart_apps.tool_meta(tool.name) if declared.apps else None
+            listed.append({**listing, "_meta": meta} if meta else listing)
+        return {"tools": listed}
+
+    @staticmethod
+    def _resource_handlers(declared: Declaration,
+                           params: Any) -> dict[str, Callable[[], dict[str, Any]]]:
+        """resources/* for a client that declared the chart apps; for any other, these methods
+        do not exist (-32601), as before the apps."""
+        if not declared.apps:
+            return {}
+        return {"resources/list": lambda: {"resources": [
+                    app.listing() for app in chart_apps.APPS.values()]},
+                "resources/templates/list": lambda: {"resourceTemplates": []},
+                "resources/read": lambda: _read_resource(params)}
 
     def _call_tool(self, params: dict[str, Any], version: str, context: Any) -> dict[str, Any]:
         tool = self.tools.get(params["name"])
@@ -334,7 +345,7 @@ class McpServer:
         try:
             mcp_methods.validate_client_request(method, version, params)
         except KeyError:
-            raise _method_not_found(method, version) from None
+            raise method_not_found(method, version) from None
         except ValidationError as error:
             raise RpcError(INVALID_PARAMS,
                            f"Invalid params for {method}: {_first_problem(error)}") from None
@@ -347,6 +358,20 @@ class McpServer:
             log.exception("the %s result does not match protocol %s", method, version)
             raise RpcError(INTERNAL_ERROR, "Internal error: the server built an invalid "
                                            "result.") from None
+
+
+def _declared_in(params: Any) -> Declaration:
+    """What an initialize request's params declare (their capabilities)."""
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    return Declaration(apps=chart_apps.declares_apps(capabilities))
+
+
+def _read_resource(params: dict[str, Any]) -> dict[str, Any]:
+    app = chart_apps.APPS.get(params["uri"])
+    if app is None:
+        raise RpcError(INVALID_PARAMS, f"Unknown resource: {orjson.dumps(params['uri']).decode()}."
+                                       f" This server has {', '.join(chart_apps.APPS)}.")
+    return {"contents": [app.contents()]}
 
 
 def _has_modern_envelope(message: Any) -> bool:

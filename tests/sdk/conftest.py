@@ -33,8 +33,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 FLUSH_INTERVAL_MS = 200  # instead of a few seconds, so that tests wait little
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, headless, through Playwright; closed (and Playwright's event loop
+    with it) when the generator ends."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium` "
                     "(.ci/run does) or set EGIS_CHROMIUM.")
@@ -42,6 +43,11 @@ def browser() -> Iterator[Browser]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
 
 
 @pytest.fixture
@@ -61,11 +67,13 @@ def page(context: BrowserContext) -> Page:
 
 
 class PageServer:
-    """Serves the test pages (path -> HTML) on its own origin."""
+    """Serves the test pages (path -> HTML) on its own origin, with the extra response
+    headers of `headers` (path -> name -> value)."""
 
     def __init__(self) -> None:
         self.pages: dict[str, str] = {}
-        pages = self.pages
+        self.headers: dict[str, dict[str, str]] = {}
+        pages, extra = self.pages, self.headers
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *_args: Any) -> None:
@@ -77,6 +85,8 @@ class PageServer:
                 self.send_response(200 if html is not None else 404)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in extra.get(self.path.split("?")[0], {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 

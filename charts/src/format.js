@@ -1,0 +1,75 @@
+// How each metric reads: the same units the tools answer in (docs/AGENTS.md): counts as whole
+// numbers, rates and shares in percent with 1 decimal, views per visit with 2, durations in
+// seconds, shown as minutes and seconds.
+
+export const RATES = new Set(['bounce_rate', 'conversion_rate']); // compared in points
+const PERCENTS = new Set(['bounce_rate', 'conversion_rate', 'percentage']);
+// Figures of a row that add up over rows (the rest of a breakdown is their sum).
+export const ADDITIVE = new Set(['visitors', 'visits', 'pageviews', 'events', 'percentage']);
+
+const LABELS = {
+  visitors: 'Visitors', visits: 'Visits', pageviews: 'Pageviews', events: 'Events',
+  bounce_rate: 'Bounce rate', views_per_visit: 'Views per visit',
+  visit_duration: 'Visit duration', conversion_rate: 'Conversion rate', percentage: 'Share',
+};
+
+export function metricLabel(name) {
+  return LABELS[name] ?? name;
+}
+
+export function dimensionLabel(name) {
+  const time = /^time:(\w+)$/.exec(name);
+  if (time) return time[1][0].toUpperCase() + time[1].slice(1);
+  const prop = /^event:props:(.+)$/.exec(name);
+  if (prop) return `Property ${prop[1]}`;
+  const [, field = name] = /^\w+:(.+)$/.exec(name) ?? [];
+  const words = field.replace(/_/g, ' ');
+  return words[0].toUpperCase() + words.slice(1);
+}
+
+export function valueLabel(value) {
+  return value === null || value === undefined || value === '' ? '(none)' : String(value);
+}
+
+export function numberFormat(locale) {
+  const whole = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
+  const one = new Intl.NumberFormat(locale, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  const two = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const figure = (metric, value) => {
+    if (value === null || value === undefined) return '–';
+    if (PERCENTS.has(metric)) return `${one.format(value)}%`;
+    if (metric === 'views_per_visit') return two.format(value);
+    if (metric === 'visit_duration') return duration(value);
+    return whole.format(value);
+  };
+  const change = (metric, value) => {
+    if (value === null || value === undefined) return 'no base to compare';
+    const sign = value > 0 ? '+' : value < 0 ? '−' : '±';
+    const size = one.format(Math.abs(value));
+    return RATES.has(metric) ? `${sign}${size} pts` : `${sign}${size}%`;
+  };
+  const axis = (metric, value) => {
+    if (PERCENTS.has(metric)) return `${whole.format(value)}%`;
+    if (metric === 'visit_duration') return duration(value);
+    if (Math.abs(value) >= 10000) {
+      return new Intl.NumberFormat(locale, { notation: 'compact', maximumFractionDigits: 1 }).format(value);
+    }
+    return metric === 'views_per_visit' ? one.format(value) : whole.format(value);
+  };
+  return { figure, change, axis };
+}
+
+export function duration(seconds) {
+  const total = Math.round(seconds);
+  if (total < 60) return `${total}s`;
+  const minutes = Math.floor(total / 60);
+  if (minutes < 60) return `${minutes}m ${String(total % 60).padStart(2, '0')}s`;
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, '0')}m`;
+}
+
+// The relative change (or the difference in points for a rate), as the tools compute it.
+export function changeOf(metric, now, before) {
+  if (now === null || now === undefined || before === null || before === undefined) return null;
+  if (RATES.has(metric)) return Math.round((now - before) * 10) / 10;
+  return before ? Math.round(((now - before) / before) * 1000) / 10 : null;
+}
