@@ -3,11 +3,12 @@ document the client serves about itself, fetched here instead of a registration.
 
 Fetched safely, since the URL comes from whoever calls /oauth/authorize: no redirects, at most
 3 s in all (name resolution included) and 5 KiB, TLS verified against the system's CA store
-(which SSL_CERT_FILE, or REQUESTS_CA_BUNDLE as for requests, may name). A host that resolves to
-any loopback, private, link-local or otherwise non-global address is refused (server-side
-request forgery) unless EGIS_OAUTH_PRIVATE_CLIENT_URLS=1; the name is resolved once, the socket
-connects to an address that passed the check, and the address it is connected to is checked
-again, so a name that resolves differently a second time (DNS rebinding) cannot redirect it.
+(which SSL_CERT_FILE may name) and the certificates of REQUESTS_CA_BUNDLE, if set. A host
+that resolves to any loopback, private, link-local or otherwise non-global address is refused
+(server-side request forgery) unless EGIS_OAUTH_PRIVATE_CLIENT_URLS=1; the name is resolved
+once, the socket connects to an address that passed the check, and the address it is connected
+to is checked again, so a name that resolves differently a second time (DNS rebinding) cannot
+redirect it.
 
 Written on the standard library (socket, ssl, http.client) rather than requests or httpx: the
 check must hold for the socket actually connected, and neither lets its caller choose the address
@@ -54,6 +55,7 @@ def is_document_url(client_id: str) -> bool:
     """Whether `client_id` names a metadata document: https, a host, a path other than /."""
     try:
         parts = urlsplit(client_id)
+        parts.port  # noqa: B018 - raises for a port that is not a number
     except ValueError:
         return False
     return (parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
@@ -66,7 +68,8 @@ def fetch(url: str, allow_private: bool) -> Document:
     host, port = parts.hostname or "", parts.port or 443
     deadline = time.monotonic() + TIMEOUT_SECONDS
     connection = http.client.HTTPSConnection(host, port)
-    connection.sock = _tls(_connect(host, port, allow_private, deadline), host, deadline)
+    # Kept here too: http.client lets go of its socket once a response says it will close.
+    tls = connection.sock = _tls(_connect(host, port, allow_private, deadline), host, deadline)
     try:
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         connection.request("GET", target, headers={"Accept": "application/json",
@@ -75,7 +78,7 @@ def fetch(url: str, allow_private: bool) -> Document:
         if response.status != 200:
             redirect = " (redirects are not followed)" if 300 <= response.status < 400 else ""
             raise DocumentError(f"it answered HTTP {response.status}{redirect}")
-        body = _read(response, connection.sock, deadline)
+        body = _read(response, tls, deadline)
         cache_control = response.getheader("Cache-Control", "")
     except (OSError, http.client.HTTPException) as error:
         raise DocumentError(_network_failure(error)) from None
@@ -150,8 +153,11 @@ def _connect(host: str, port: int, allow_private: bool, deadline: float) -> sock
 @lru_cache(maxsize=4)
 def _context(_cert_file: str | None, bundle: str | None) -> ssl.SSLContext:
     """The system's CA store (OpenSSL reads SSL_CERT_FILE itself: it is in the cache's key),
-    or REQUESTS_CA_BUNDLE's file."""
-    return ssl.create_default_context(cafile=bundle)
+    and the certificates of REQUESTS_CA_BUNDLE's file too, when it names one."""
+    context = ssl.create_default_context()
+    if bundle:
+        context.load_verify_locations(cafile=bundle)
+    return context
 
 
 def _tls(sock: socket.socket, host: str, deadline: float) -> ssl.SSLSocket:

@@ -172,8 +172,10 @@ class Callback:
                 pass
 
             def do_GET(self) -> None:
-                query = parse_qs(urlsplit(self.path).query)
-                owner.received.append({name: values[0] for name, values in query.items()})
+                asked = urlsplit(self.path)
+                if asked.path == REDIRECT_PATH:  # not a browser's /favicon.ico
+                    query = parse_qs(asked.query)
+                    owner.received.append({name: values[0] for name, values in query.items()})
                 body = b"<!doctype html><title>Back in the app</title><p>Done.</p>"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
