@@ -9,7 +9,7 @@ endpoint is a page for a person and answers in HTML, its faults and rate limit t
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema, fields, validate
 
-from app.bodies import json_object, raw_body
+from app.bodies import raw_body
 from app.errors import ApiError, render
 from app.limits import OAUTH, limited
 from app.oauth import clients, public
@@ -130,15 +130,16 @@ def server_metadata() -> Response:
 @bp.post("/oauth/register")
 @documented("Register a public OAuth client (RFC 7591)", body=ClientMetadataSchema,
             responses={201: (ClientInformationSchema, "Registered."),
-                       400: (OAuthErrorSchema, "invalid_redirect_uri, invalid_client_metadata, "
-                                               "or a body that is not JSON."),
+                       400: (OAuthErrorSchema, "invalid_redirect_uri, or "
+                                               "invalid_client_metadata (a body that is not a "
+                                               "JSON object too)."),
                        413: (OAuthErrorSchema, "Body too large."),
                        415: (OAuthErrorSchema, "Not JSON."),
                        429: (OAuthErrorSchema, "Rate limited (per client IP).")},
             tags=("oauth",))
 @limited(OAUTH)
 def register() -> tuple[Response, int]:
-    return jsonify(clients.register(json_object(raw_body()))), 201
+    return jsonify(clients.register(raw_body())), 201
 
 
 @bp.get("/oauth/authorize")

@@ -12,9 +12,11 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from flask import current_app
 from peewee import IntegrityError
 
+from app.errors import ApiError
 from app.oauth import documents, metadata
 from app.oauth.public import SCOPE
 from models import OAuthClient
@@ -60,9 +62,14 @@ class Client:
         return grant_type in metadata.GRANT_TYPES
 
 
-def register(body: Any) -> dict[str, Any]:
-    """Register a public client from its metadata (ApiError 400 when not valid); the answer."""
-    kept = metadata.load(body)
+def register(body: bytes) -> dict[str, Any]:
+    """Register a public client from its metadata, JSON (ApiError 400 when not valid); the
+    answer."""
+    try:
+        kept = metadata.load(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        raise ApiError(400, metadata.INVALID_CLIENT_METADATA,
+                       error_description="The body is not valid JSON.") from None
     record = OAuthClient.create(client_id=secrets.token_urlsafe(24), kind=REGISTERED,
                                 client_name=kept.get("client_name"),
                                 redirect_uris=kept["redirect_uris"],

@@ -12,12 +12,13 @@ RATE_LIMIT_CONNECT_CODE wrong codes from one client address, a 429 page.
 """
 import hashlib
 import secrets
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Response, current_app, request
-from itsdangerous import BadData, URLSafeTimedSerializer
+from itsdangerous import BadData, URLSafeSerializer
 
 from app.errors import ApiError
 from app.limits import CONNECT_CODE, count_against, refuse_if_spent
@@ -25,11 +26,12 @@ from app.oauth import connect_codes, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
 from app.oauth.server import SERVER
 from models import InstanceSecret
+from models.site import utcnow
 
 PARAMETERS = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
               "code_challenge_method", "resource")
 BROWSER_COOKIE = "egis_consent"
-FORM_LIFETIME_SECONDS = 30 * 60
+FORM_LIFETIME = timedelta(minutes=30)
 NOTICES = {
     connect_codes.WRONG: "That connect code is wrong: check it, or make a new one.",
     connect_codes.USED: "That connect code was used already: make a new one.",
@@ -98,7 +100,8 @@ def _consent_page(grant: Any, status: int, notice: str | None = None) -> Respons
         client_name=client.name, client_origin=_origin_note(client),
         redirect_host=redirects.destination(grant.redirect_uri), scope_meaning=SCOPE_MEANING,
         parameters=parameters, csrf_token=_serializer().dumps(
-            {"browser": browser, "request": _digest(parameters)}))
+            {"browser": browser, "request": _digest(parameters),
+             "issued": utcnow().isoformat()}))
     response.set_cookie(BROWSER_COOKIE, browser, httponly=True, samesite="Lax",
                         secure=public_url().startswith("https:"), path="/oauth/authorize")
     return response
@@ -106,22 +109,22 @@ def _consent_page(grant: Any, status: int, notice: str | None = None) -> Respons
 
 def _form_is_ours() -> bool:
     try:
-        signed = _serializer().loads(request.form.get("csrf_token", ""),
-                                     max_age=FORM_LIFETIME_SECONDS)
-    except BadData:
+        signed = _serializer().loads(request.form.get("csrf_token", ""))
+        issued = datetime.fromisoformat(signed["issued"])
+    except (BadData, KeyError, TypeError, ValueError):
         return False
     parameters = [(name, request.form[name]) for name in PARAMETERS if name in request.form]
-    return (isinstance(signed, dict) and signed.get("request") == _digest(parameters)
+    return (utcnow() - issued <= FORM_LIFETIME and signed.get("request") == _digest(parameters)
             and bool(request.cookies.get(BROWSER_COOKIE))
             and secrets.compare_digest(str(signed.get("browser")),
                                        request.cookies[BROWSER_COOKIE]))
 
 
-def _serializer() -> URLSafeTimedSerializer:
+def _serializer() -> URLSafeSerializer:
     secret = current_app.extensions.get("egis_consent_secret")
     if secret is None:
         secret = current_app.extensions["egis_consent_secret"] = InstanceSecret.named("consent")
-    return URLSafeTimedSerializer(secret, salt="oauth-consent")
+    return URLSafeSerializer(secret, salt="oauth-consent")
 
 
 def _digest(parameters: list[tuple[str, str]]) -> str:

@@ -18,6 +18,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -206,7 +207,7 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
 
 
 @pytest.fixture(scope="module")
-def documents(certificates: Certificates) -> Iterator[DocumentServer]:
+def document_server(certificates: Certificates) -> Iterator[DocumentServer]:
     server = DocumentServer(certificates)
     yield server
     server.stop()
@@ -280,16 +281,20 @@ HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 
 @dataclass
 class Agent:
-    """A client of egis walking the flow with plain HTTP (a cookie jar, as a browser has)."""
+    """A client of egis walking the flow with plain HTTP (a cookie jar, as a browser has): to
+    a live server, or to an app in this process through `transport` (httpx2's WSGI transport,
+    for the tests that move the clock)."""
 
     base: str
     redirect_uri: str
+    transport: httpx2.BaseTransport | None = None
     client_id: str = ""
     pkce: Pkce = field(default_factory=Pkce.new)
     http: httpx2.Client = field(init=False)
 
     def __post_init__(self) -> None:
-        self.http = httpx2.Client(base_url=self.base, follow_redirects=False, timeout=20)
+        self.http = httpx2.Client(base_url=self.base, follow_redirects=False, timeout=20,
+                                  transport=self.transport)
 
     def register(self, name: str = "Test agent") -> "Agent":
         answer = self.http.post("/oauth/register", json={
@@ -353,14 +358,27 @@ class Agent:
             "MCP-Protocol-Version": "2025-11-25"})
 
 
-@pytest.fixture
-def agent(egis: LiveServer) -> Callable[..., Agent]:
+def agents(base: str, transport: httpx2.BaseTransport | None = None
+           ) -> Iterator[Callable[..., Agent]]:
     made: list[Agent] = []
 
     def make(redirect_uri: str = f"http://127.0.0.1:1{REDIRECT_PATH}") -> Agent:
-        made.append(Agent(egis.url, redirect_uri))
+        made.append(Agent(base, redirect_uri, transport))
         return made[-1]
 
     yield make
     for each in made:
         each.http.close()
+
+
+@pytest.fixture
+def agent(egis: LiveServer) -> Iterator[Callable[..., Agent]]:
+    """Agents of the live server."""
+    yield from agents(egis.url)
+
+
+@contextmanager
+def in_process(app: Any) -> Iterator[Callable[..., Agent]]:
+    """Agents of `app`, in this process (http://localhost), for the tests that move a clock or
+    change a setting."""
+    yield from agents("http://localhost", httpx2.WSGITransport(app=app))

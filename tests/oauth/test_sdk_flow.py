@@ -165,15 +165,15 @@ def test_the_sdk_connects_by_dynamic_registration(app, make_site, egis, callback
 
 
 def test_the_sdk_connects_with_a_client_metadata_document(app, make_site, egis, callback,
-                                                          documents: DocumentServer):
+                                                          document_server: DocumentServer):
     site = make_site(DOMAIN, "standard")
     seed_pageviews(egis.url, site.write_key, 2)
-    client_id = documents.serve_client("/sdk-client.json", [callback.url], "SDK test agent")
+    client_id = document_server.serve_client("/sdk-client.json", [callback.url], "SDK test agent")
     report = connect_and_call(egis.url, callback, connect_code(app, DOMAIN), client_id)
     check_flow(report, egis.url, callback)
     paths = [path for path, _status in report["statuses"]]
     assert "/oauth/register" not in paths
-    assert documents.hits["/sdk-client.json"] == 1  # then cached (at most 24 hours)
+    assert document_server.hits["/sdk-client.json"] == 1  # then cached (at most 24 hours)
     assert f"describes itself at {client_id}" in report["seen"]["consent_text"]
     with db(app):
         [grant] = OAuthGrant.select()
