@@ -89,10 +89,12 @@ class DocumentPlugin(MarshmallowPlugin):
 
 @dataclass(frozen=True)
 class Media:
-    """A body of another media type than JSON: a form, or an HTML page."""
+    """A body of another media type than JSON: a form, or an HTML page. `required`: for a
+    request body (RFC 7009's revocation takes an empty one)."""
 
     media_type: str
     schema: Any
+    required: bool = True
 
 
 # A body: a marshmallow schema, a JSON Schema dict (which may name marshmallow schemas and
@@ -155,7 +157,8 @@ def _operation(view: Callable[..., Any]) -> dict[str, Any]:
     if facts["tags"]:
         operation["tags"] = list(facts["tags"])
     if facts["body"] is not None:
-        operation["requestBody"] = {"required": True, "content": _content(facts["body"])}
+        operation["requestBody"] = {"required": getattr(facts["body"], "required", True),
+                                    "content": _content(facts["body"])}
     parameters = (*facts["parameters"], *getattr(view, "openapi_parameters", ()))
     if parameters:
         operation["parameters"] = list(parameters)

@@ -7,7 +7,7 @@ a browser-based client (the MCP Inspector) calls them from its own page. The aut
 endpoint is a page for a person and answers in HTML, its faults and rate limit too.
 """
 from flask import Blueprint, Response, jsonify, request
-from marshmallow import Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.bodies import raw_body
 from app.errors import ApiError, render
@@ -47,6 +47,9 @@ class OAuthErrorSchema(Schema):
 
 
 class TokenRequestSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
+
     grant_type = fields.String(required=True, validate=validate.OneOf(
         ["authorization_code", "refresh_token"]))
     client_id = fields.String(required=True)
@@ -68,12 +71,18 @@ class TokenSchema(Schema):
 
 
 class RevocationRequestSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
+
     token = fields.String(metadata={"description": "An access or refresh token of the client."})
     token_type_hint = fields.String()
     client_id = fields.String()
 
 
 class ConsentFormSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
+
     connect_code = fields.String(metadata={"description": "From `flask agents connect`."})
     decision = fields.String(validate=validate.OneOf(["allow", "deny"]))
     csrf_token = fields.String(metadata={"description": "As the consent page gave it."})
@@ -193,7 +202,8 @@ def token() -> Response:
 
 @bp.post("/oauth/revoke")
 @documented("Revoke a token and its grant (RFC 7009)",
-            body=Media("application/x-www-form-urlencoded", RevocationRequestSchema),
+            body=Media("application/x-www-form-urlencoded", RevocationRequestSchema,
+                       required=False),
             responses={200: ({"type": "object"}, "Always, whether or not there was such a "
                                                  "token."),
                        429: (OAuthErrorSchema, "Rate limited (per client IP).")},
