@@ -19,8 +19,8 @@ from app.openapi import Media, documented
 
 bp = Blueprint("oauth", __name__)
 
-CORS_ENDPOINTS = {"oauth.resource_metadata", "oauth.resource_metadata_at_root",
-                  "oauth.server_metadata", "oauth.register", "oauth.token", "oauth.revoke"}
+CORS_ENDPOINTS = {"oauth.resource_metadata", "oauth.server_metadata", "oauth.register",
+                  "oauth.token", "oauth.revoke"}
 HTML = Media("text/html", {"type": "string"})
 AUTHORIZATION_PARAMETERS = ("response_type", "client_id", "redirect_uri", "code_challenge",
                             "code_challenge_method", "state", "scope", "resource")
@@ -108,22 +108,13 @@ def _cors(response: Response) -> Response:
 
 
 @bp.get(f"{public.RESOURCE_METADATA_PATH}{public.MCP_PATH}")
+@bp.get(public.RESOURCE_METADATA_PATH)  # the same document where a client looks first
 @documented("OAuth protected-resource metadata of /api/mcp (RFC 9728)",
             responses={200: (RESOURCE_METADATA, "Where to get a token for /api/mcp."),
                        429: (OAuthErrorSchema, "Rate limited (per client IP).")},
             tags=("oauth",))
 @limited(OAUTH)
 def resource_metadata() -> Response:
-    return jsonify(public.resource_metadata())
-
-
-@bp.get(public.RESOURCE_METADATA_PATH)
-@documented("OAuth protected-resource metadata, at the root (RFC 9728)",
-            responses={200: (RESOURCE_METADATA, "As at /api/mcp's own path."),
-                       429: (OAuthErrorSchema, "Rate limited (per client IP).")},
-            tags=("oauth",))
-@limited(OAUTH)
-def resource_metadata_at_root() -> Response:
     return jsonify(public.resource_metadata())
 
 
