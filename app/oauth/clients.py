@@ -11,6 +11,7 @@ import secrets
 import time
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from flask import current_app
@@ -33,8 +34,12 @@ class Client:
 
     @property
     def name(self) -> str:
-        """What the consent page calls it: its name, or the host its id or URIs name."""
-        return self.record.client_name or self.record.client_id
+        """What the consent page calls it: its name, or the host of its metadata document."""
+        if self.record.client_name:
+            return self.record.client_name
+        if self.record.kind == DOCUMENT:
+            return urlsplit(self.record.client_id).hostname or self.record.client_id
+        return "An app without a name"
 
     def get_client_id(self) -> str:
         return self.record.client_id

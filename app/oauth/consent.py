@@ -26,6 +26,7 @@ from app.oauth import connect_codes, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
 from app.oauth.server import SERVER
 from models import InstanceSecret
+from models.oauth_client import DOCUMENT
 from models.site import utcnow
 
 PARAMETERS = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
@@ -132,7 +133,7 @@ def _digest(parameters: list[tuple[str, str]]) -> str:
 
 
 def _origin_note(client: Any) -> str:
-    if client.record.kind == "document":
+    if client.record.kind == DOCUMENT:
         return f"This app describes itself at {client.record.client_id}."
     return ("This app registered itself with egis: its name is its own claim; what you can "
             "trust is where egis sends you back.")
