@@ -118,3 +118,22 @@ def test_the_form_is_bound_to_its_request_its_browser_and_its_age(app, me, monke
     in_query = me.http.post("/oauth/authorize", params={"state": "x"},
                             data={**form, "connect_code": code, "decision": "allow"})
     assert in_query.status_code == 400
+
+
+@pytest.mark.parametrize(("changes", "error"), [
+    ({"scope": "stats:write"}, "invalid_scope"),
+    ({"response_type": "token"}, "unsupported_response_type"),
+    ({"response_type": None}, "unsupported_response_type"),
+    ({"code_challenge": "short"}, "invalid_request"),
+    ({"resource": "https://elsewhere.example/api/mcp"}, "invalid_target"),
+])
+def test_other_faults_are_sent_back_to_the_client(me, changes, error):
+    assert me.http.get("/oauth/authorize", params=me.authorization()).status_code == 200
+    parameters = me.authorization(**changes)
+    refused = me.http.get("/oauth/authorize", params=parameters)
+    assert refused.status_code == 302
+    back = dict(item.split("=", 1) for item in
+                refused.headers["Location"].split("?", 1)[1].split("&"))
+    assert set(back) == {"error", "error_description", "state", "iss"}
+    assert (back["error"], back["state"], back["iss"]) == (
+        error, parameters["state"], "http%3A%2F%2Flocalhost")
