@@ -8,9 +8,9 @@ from flask import Flask, current_app, g, request
 from app.errors import ApiError
 from app.keys import KeyCache, kind_of
 from app.limits import BAD_KEY, count_against, refuse_if_spent
-from models.api_key import SERVER, WRITE
+from models.api_key import READ, SERVER, WRITE
 
-KIND_NAMES = {WRITE: "a write (tracking) key", SERVER: "a server key"}
+KIND_NAMES = {WRITE: "a write (tracking) key", SERVER: "a server key", READ: "a read key"}
 
 
 def presented_key(allow_x_api_key: bool) -> str | None:
@@ -31,8 +31,7 @@ def authenticate(kinds: tuple[str, ...]) -> None:
     key = presented_key(allow_x_api_key)
     if key is None:
         raise ApiError(401, _missing_key_message(allow_x_api_key))
-    config = current_app.config
-    announced = kind_of(key, config["WRITE_KEY_PREFIX"], config["SERVER_KEY_PREFIX"])
+    announced = kind_of(key, current_app.config)
     # A client whose keys keep costing a query that finds nothing is refused before the
     # database is asked again (bench/README.md, "Refused requests"). A key already known to be
     # unknown costs no query and is answered 401 as often as it comes, so a tracker with a

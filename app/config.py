@@ -21,8 +21,17 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT_KEY": "6000/minute",
     "RATE_LIMIT_IP": "600/minute",
     "RATE_LIMIT_VALIDATE": "60/minute",
-    "RATE_LIMIT_MCP": "300/minute",  # per server key, /api/mcp
+    "RATE_LIMIT_MCP": "300/minute",  # per key or OAuth grant, /api/mcp
     "RATE_LIMIT_BAD_KEY": "60/minute",  # per client IP: lookups finding no active key
+    "RATE_LIMIT_OAUTH": "120/minute",  # per client IP: /oauth/* and the discovery documents
+    # Per client IP: wrong connect codes typed into the consent page (app.oauth.consent).
+    "RATE_LIMIT_CONNECT_CODE": "5 per 15 minutes",
+    # Where egis is served from outside (https://analytics.example.com): the OAuth issuer and
+    # the base of the MCP resource. Empty: the request's scheme and host (app.oauth.public).
+    "PUBLIC_URL": "",
+    # Client ID metadata documents on loopback or private addresses (tests, private networks);
+    # off, such a URL is refused (server-side request forgery).
+    "OAUTH_PRIVATE_CLIENT_URLS": False,
     "TRUSTED_PROXIES": 0,
     "MAX_BODY_BYTES": 1_048_576,
     "SAMPLE_RATE": 0.1,
@@ -63,3 +72,4 @@ def load(app: Flask, overrides: dict[str, Any] | None = None) -> None:
         app.config.update(overrides)
     app.config["WRITE_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}_"
     app.config["SERVER_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}s_"
+    app.config["READ_KEY_PREFIX"] = f"{app.config['KEY_PREFIX']}r_"

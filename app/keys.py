@@ -5,11 +5,12 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from models import ApiKey, Site
-from models.api_key import SERVER, WRITE
+from models.api_key import READ, SERVER, WRITE
 from models.site import utcnow
 
 HINT_LENGTH = 6  # characters of the random part shown in listings
@@ -26,13 +27,17 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def kind_of(key: str, write_prefix: str, server_prefix: str) -> str | None:
-    """The kind a key's prefix announces (`egiss_` is not a write key, though it starts alike)."""
-    if key.startswith(server_prefix):
-        return SERVER
-    if key.startswith(write_prefix):
-        return WRITE
-    return None
+def prefixes(config: Mapping[str, Any]) -> dict[str, str]:
+    """Each kind's key prefix (`egis_`, `egiss_`, `egisr_` with EGIS_KEY_PREFIX=egis)."""
+    return {WRITE: config["WRITE_KEY_PREFIX"], SERVER: config["SERVER_KEY_PREFIX"],
+            READ: config["READ_KEY_PREFIX"]}
+
+
+def kind_of(key: str, config: Mapping[str, Any]) -> str | None:
+    """The kind a key's prefix announces. `egiss_` and `egisr_` start like `egis_` but are no
+    write keys: no prefix starts another (the character after the common part differs)."""
+    return next((kind for kind, prefix in prefixes(config).items() if key.startswith(prefix)),
+                None)
 
 
 def issue(site: Site, kind: str, prefix: str) -> IssuedKey:

@@ -62,6 +62,12 @@ def _key_id() -> str:
     return str(g.key.id)
 
 
+def _agent_id() -> str:
+    """An agent on /api/mcp: its key, or its OAuth grant."""
+    grant = g.get("grant")
+    return f"grant-{grant.id}" if grant is not None else _key_id()
+
+
 def client_network() -> str:
     """Whom a per-IP limit counts: the client's IPv4 address, or the /64 network of its IPv6
     address. A subscriber or a host is given a whole /64 (RFC 6177), so counting each IPv6
@@ -94,7 +100,11 @@ PER_KEY = RateLimit("RATE_LIMIT_KEY", "per-key", _key_id)  # every ingest endpoi
 # tracking endpoints; /api/validate
 PER_IP = RateLimit("RATE_LIMIT_IP", "per-ip", client_network, personal=True)
 VALIDATE = RateLimit("RATE_LIMIT_VALIDATE", "validate", client_network, personal=True)
-MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _key_id)  # /api/mcp, per server key
+MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _agent_id)  # /api/mcp, per key or OAuth grant
+# /oauth/* and the discovery documents, per client IP; wrong connect codes, per client IP.
+OAUTH = RateLimit("RATE_LIMIT_OAUTH", "oauth", client_network, personal=True)
+CONNECT_CODE = RateLimit("RATE_LIMIT_CONNECT_CODE", "connect-code", client_network,
+                         personal=True)
 # Keys looked up in the database and found unknown or revoked, per client IP, on every endpoint
 # that takes a key (app.auth).
 BAD_KEY = RateLimit("RATE_LIMIT_BAD_KEY", "bad-key", client_network, personal=True)

@@ -12,6 +12,7 @@ currency allows) is in the descriptions. This is the document's conversion only:
 validator of app.validation reads the plain one, so the hot path pays for no extra pattern.
 """
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -26,7 +27,8 @@ from models.api_key import SERVER, WRITE
 API_VERSION = "1.0.0"
 SECURITY_SCHEMES = {
     "bearerKey": {"type": "http", "scheme": "bearer",
-                  "description": "Write key (egis_...) or server key (egiss_...)."},
+                  "description": "Write key (egis_...), server key (egiss_...) or read key "
+                                 "(egisr_...)."},
     "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key",
                      "description": "Write key (egis_...) on the tracking endpoints."},
 }
@@ -85,9 +87,20 @@ class DocumentPlugin(MarshmallowPlugin):
         self.converter.add_attribute_function(refuses_nul)
 
 
-# A response body: a marshmallow schema, a JSON Schema dict (which may name marshmallow schemas
-# and components), a component's name, or None (no body; the shared Error for an error status).
-BodySchema = type[Schema] | Schema | dict[str, Any] | str | None
+@dataclass(frozen=True)
+class Media:
+    """A body of another media type than JSON: a form, or an HTML page. `required`: for a
+    request body (RFC 7009's revocation takes an empty one)."""
+
+    media_type: str
+    schema: Any
+    required: bool = True
+
+
+# A body: a marshmallow schema, a JSON Schema dict (which may name marshmallow schemas and
+# components), a component's name, a Media (not JSON), or None (no body; the shared Error for an
+# error status).
+BodySchema = type[Schema] | Schema | dict[str, Any] | str | Media | None
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "integer", "minimum": 1}}}
 UNAVAILABLE = "The database is unavailable; nothing was stored, retry after Retry-After."
@@ -95,16 +108,27 @@ UNAVAILABLE = "The database is unavailable; nothing was stored, retry after Retr
 
 def documented(summary: str, body: BodySchema = None,
                responses: dict[int, tuple[BodySchema, str]] | None = None,
-               tags: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+               tags: tuple[str, ...] = (), parameters: tuple[dict[str, Any], ...] = (),
+               security: list[dict[str, list[str]]] | None = None,
+               schemes: dict[str, dict[str, Any]] | None = None,
+               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Attach OpenAPI facts to a view; error statuses get the shared ErrorSchema. Every
-    documented view uses the database, so 503 is added to its responses."""
+    documented view uses the database, so 503 is added to its responses. `security` replaces
+    what the view's key kinds say; `schemes` are security schemes it names."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         view.openapi = {"summary": summary, "body": body, "responses": responses or {},
-                        "tags": tags}
+                        "tags": tags, "parameters": parameters, "security": security,
+                        "schemes": schemes or {}}
         return view
 
     return decorate
+
+
+def _content(schema: BodySchema) -> dict[str, Any]:
+    if isinstance(schema, Media):
+        return {schema.media_type: {"schema": schema.schema}}
+    return {"application/json": {"schema": schema}}
 
 
 def _security(view: Callable[..., Any]) -> list[dict[str, list[str]]] | None:
@@ -123,7 +147,7 @@ def _operation(view: Callable[..., Any]) -> dict[str, Any]:
                                                  **facts["responses"]}.items()):
         response: dict[str, Any] = {"description": description}
         if schema is not None:
-            response["content"] = {"application/json": {"schema": schema}}
+            response["content"] = _content(schema)
         elif status >= 400:
             response["content"] = {"application/json": {"schema": "Error"}}
         if status in (429, 503):
@@ -133,14 +157,12 @@ def _operation(view: Callable[..., Any]) -> dict[str, Any]:
     if facts["tags"]:
         operation["tags"] = list(facts["tags"])
     if facts["body"] is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": facts["body"]}},
-        }
-    parameters = getattr(view, "openapi_parameters", ())
+        operation["requestBody"] = {"required": getattr(facts["body"], "required", True),
+                                    "content": _content(facts["body"])}
+    parameters = (*facts["parameters"], *getattr(view, "openapi_parameters", ()))
     if parameters:
         operation["parameters"] = list(parameters)
-    security = _security(view)
+    security = facts["security"] or _security(view)
     if security:
         operation["security"] = security
     return operation
@@ -156,13 +178,17 @@ def build_spec(app: Flask) -> dict[str, Any]:
     spec.components.schema("Error", schema=ErrorSchema)
     spec.components.schema("JsonValue", JSON_VALUE_SCHEMA)
     paths: dict[str, dict[str, Any]] = {}
+    schemes: dict[str, dict[str, Any]] = {}
     for rule in app.url_map.iter_rules():
         view = app.view_functions.get(rule.endpoint)
         if view is None or not hasattr(view, "openapi"):
             continue
+        schemes.update(view.openapi["schemes"])
         path = rule.rule.replace("<", "{").replace(">", "}")
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             paths.setdefault(path, {})[method.lower()] = _operation(view)
+    for name, scheme in sorted(schemes.items()):
+        spec.components.security_scheme(name, scheme)
     for path, operations in sorted(paths.items()):
         spec.path(path=path, operations=operations)
     return _plain_numbers(spec.to_dict())

@@ -1,7 +1,11 @@
 """POST /api/mcp: the agent endpoint, MCP over Streamable HTTP, with the analytics tools.
 
-Only a server key of the site may call it (a write key gets 403, no key 401), and every tool
-reads that key's site alone. The JSON-RPC layer is app.agent.protocol, the tool catalogue
+An agent calls it with a read key or a server key of the site, or with an OAuth access token
+(app.oauth): a write key gets 403; no credentials, or credentials that are unknown, expired or
+revoked, get 401 with the challenge that tells an OAuth client where to get a token (RFC 9728).
+Every tool reads that key's or that grant's site alone.
+
+The JSON-RPC layer is app.agent.protocol, the tool catalogue
 app.agent.tools; the queries, and the definitions of visitor, session, bounce and the rest, are
 app.analytics. This module is the route: key, rate limit, Accept check, and the answer.
 
@@ -9,17 +13,22 @@ The agent layer is imported on the first call, not with the app: it brings the m
 protocol types and pydantic, 19 MiB of a worker's memory, which a worker that only ingests never
 uses. That first call takes ~0.3 s longer (bench/README.md, "Memory per worker").
 """
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
 from flask import Blueprint, Response, g, request
 from marshmallow import EXCLUDE, Schema, fields, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.auth import require_key
+from app.auth import authenticate, presented_key
 from app.bodies import raw_body
 from app.errors import MESSAGES, ApiError, render
+from app.limits import BAD_KEY, count_against, limited, refuse_if_spent
 from app.limits import MCP as MCP_LIMIT
-from app.limits import limited
+from app.oauth import grants, public
 from app.openapi import documented
-from models.api_key import SERVER
+from models.api_key import READ, SERVER
 
 bp = Blueprint("mcp", __name__)
 
@@ -71,6 +80,40 @@ class JsonRpcResultSchema(Schema):
 JSON_RPC_ANSWER = {"oneOf": [JsonRpcResultSchema, JsonRpcErrorSchema]}
 
 
+def agent_credentials(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Set g.site (and g.key or g.grant) from a read or server key or an OAuth access token;
+    a 401 carries the OAuth challenge (invalid_token when a credential was sent)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        sent = presented_key(allow_x_api_key=False)
+        try:
+            if sent is not None and sent.startswith(grants.access_prefix()):
+                _authenticate_token(sent)
+            else:
+                authenticate((SERVER, READ))
+        except ApiError as error:
+            if error.status == 401:
+                error.headers["WWW-Authenticate"] = public.challenge(invalid_token=bool(sent))
+            raise
+        return view(*args, **kwargs)
+
+    wrapper.key_kinds = (SERVER, READ)  # read by the OpenAPI generator
+    return wrapper
+
+
+def _authenticate_token(token: str) -> None:
+    # As for keys (app.auth): a client whose tokens keep finding nothing is refused before
+    # the database is asked again. No cache: a revoked grant stops working at once.
+    refuse_if_spent(BAD_KEY)
+    grant = grants.authenticate(token, public.resource())
+    if grant is None:
+        count_against(BAD_KEY)
+        raise ApiError(401, "Invalid access token: unknown, expired or revoked.")
+    g.grant = grant
+    g.site = grant.site
+
+
 def _accepts_json() -> bool:
     accept = request.headers.get("Accept")
     if not accept:
@@ -91,16 +134,19 @@ def _accepts_json() -> bool:
                202: (None, "A notification or response was accepted; no body."),
                400: ({"oneOf": [JsonRpcErrorSchema, "Error"]},
                      "Not JSON-RPC (a JSON-RPC error), or a body that could not be read."),
-               401: (None, "Missing or invalid key."),
-               403: (None, "Not a server key."),
+               401: (None, "Missing or invalid key or access token; WWW-Authenticate says "
+                           "where to get a token (RFC 9728)."),
+               403: (None, "A write key: agents use a read key, a server key or OAuth."),
                404: (JsonRpcErrorSchema, "JSON-RPC method not found (protocol 2026-07-28), "
                                          "or an Mcp-Session-Id this server did not issue."),
                405: (None, "Only POST."), 406: (None, "The client does not accept JSON."),
                413: (None, "Body too large."), 415: (None, "Not JSON."),
                429: (None, "Rate limited.")},
     tags=("agents",),
+    security=[{"bearerKey": []}, {"oauth2": [public.SCOPE]}],
+    schemes={"oauth2": public.OPENAPI_SCHEME},
 )
-@require_key(SERVER)
+@agent_credentials
 @limited(MCP_LIMIT)
 def mcp_endpoint() -> Response:
     if not _accepts_json():

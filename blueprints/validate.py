@@ -9,7 +9,7 @@ from app.errors import ApiError, render
 from app.limits import VALIDATE, limited
 from app.openapi import documented
 from app.tracking import quota
-from models.api_key import SERVER, WRITE
+from models.api_key import READ, SERVER, WRITE
 
 bp = Blueprint("validate", __name__)
 cors.enable(bp)
@@ -26,7 +26,7 @@ class QuotaSchema(Schema):
 
 class ValidateSchema(Schema):
     valid = fields.Boolean(required=True)
-    canTrack = fields.Boolean(metadata={"description": "False for a server key."})
+    canTrack = fields.Boolean(metadata={"description": "False for a server or read key."})
     plan = fields.String()
     quota = fields.Nested(QuotaSchema)
 
@@ -46,7 +46,7 @@ class InvalidKeySchema(Schema):
     tags=("keys",),
 )
 @limited(VALIDATE)  # counted before the key is checked: a flood of bad keys is limited too
-@require_key(WRITE, SERVER)
+@require_key(WRITE, SERVER, READ)
 def validate_key():
     site = g.site
     check_origin(site.domain)

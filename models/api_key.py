@@ -5,7 +5,8 @@ from models.site import Site, utcnow
 
 WRITE = "write"
 SERVER = "server"
-KINDS = (WRITE, SERVER)
+READ = "read"  # /api/mcp only: an agent's least privilege
+KINDS = (WRITE, SERVER, READ)
 
 
 class ApiKey(BaseModel):

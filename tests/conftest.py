@@ -28,7 +28,7 @@ from app import create_app, keys
 from app.cli import upgrade_schema
 from app.db import make_database, release_connections
 from models import ALL_MODELS, Site, VisitorSalt, database
-from models.api_key import SERVER, WRITE
+from models.api_key import READ, SERVER, WRITE
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND = os.environ.get("EGIS_TEST_DB", "postgres")
@@ -136,6 +136,7 @@ class SiteKeys:
     site: Site
     write_key: str
     server_key: str
+    read_key: str
 
     def write_headers(self, **extra: str) -> dict[str, str]:
         return {"X-API-Key": self.write_key, **extra}
@@ -146,7 +147,8 @@ class SiteKeys:
 
 @pytest.fixture
 def make_site(app) -> Callable[..., SiteKeys]:
-    """Create a site with one write and one server key, as `flask sites/keys create` would."""
+    """Create a site with one write, one server and one read key, as `flask sites/keys create`
+    would."""
 
     def create(domain: str = "std.example", plan: str = "standard",
                monthly_quota: int | None = None) -> SiteKeys:
@@ -160,7 +162,8 @@ def create_site(app, domain: str, plan: str, monthly_quota: int | None = None) -
         site = Site.create(domain=domain, plan=plan, monthly_quota=monthly_quota)
         write = keys.issue(site, WRITE, app.config["WRITE_KEY_PREFIX"]).key
         server = keys.issue(site, SERVER, app.config["SERVER_KEY_PREFIX"]).key
-    return SiteKeys(site, write, server)
+        read = keys.issue(site, READ, app.config["READ_KEY_PREFIX"]).key
+    return SiteKeys(site, write, server, read)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from flask import Blueprint, g
 from app.auth import require_key
 from app.keys import revoke
 from models import database
-from models.api_key import SERVER, WRITE
+from models.api_key import READ, SERVER, WRITE
 
 
 @dataclass(frozen=True)
@@ -38,17 +38,19 @@ BATCH = {"id": "auth-matrix-1", "sessionId": "s1", "anonymousId": "a1", "timesta
          "events": [{"type": "pageview", "timestamp": NOW_MS, "pageUrl": "https://std.example/"}]}
 
 ROUTES = [
-    AuthRoute("GET", "/api/validate", (WRITE, SERVER)),
+    AuthRoute("GET", "/api/validate", (WRITE, SERVER, READ)),
     AuthRoute("POST", "/api/events", (WRITE,), body=BATCH),
     AuthRoute("POST", "/api/goals", (WRITE,), body={"goal_name": "signup"}),
     AuthRoute("POST", "/api/server/events", (SERVER,), body={"eventName": "signup"}),
     AuthRoute("POST", "/api/crawl/report", (SERVER,), ok_status=204,
               body={"path": "/pricing", "userAgent": "Mozilla/5.0 (compatible; GPTBot/1.2)"}),
-    AuthRoute("POST", "/api/mcp", (SERVER,), body={"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    AuthRoute("POST", "/api/mcp", (SERVER, READ),
+              body={"jsonrpc": "2.0", "id": 1, "method": "ping"}),
 ]
 
 UNKNOWN_WRITE = "egis_" + "A" * 43
 UNKNOWN_SERVER = "egiss_" + "A" * 43
+UNKNOWN_READ = "egisr_" + "A" * 43
 
 
 def _bearer(key: str) -> dict[str, str]:
@@ -73,10 +75,13 @@ CASES = [
     Case("write-bearer-padded", lambda s: {"Authorization": f"Bearer   {s.write_key}  "}, WRITE),
     Case("write-x-api-key", lambda s: {"X-API-Key": s.write_key}, WRITE, "x-api-key"),
     Case("server-bearer", lambda s: _bearer(s.server_key), SERVER),
+    Case("read-bearer", lambda s: _bearer(s.read_key), READ),
+    Case("read-x-api-key", lambda s: {"X-API-Key": s.read_key}, READ, "x-api-key"),
     Case("missing", lambda s: {}),
     Case("empty-x-api-key", lambda s: {"X-API-Key": ""}),
     Case("unknown-write", lambda s: _bearer(UNKNOWN_WRITE)),
     Case("unknown-server", lambda s: _bearer(UNKNOWN_SERVER)),
+    Case("unknown-read", lambda s: _bearer(UNKNOWN_READ)),
     Case("unknown-x-api-key", lambda s: {"X-API-Key": UNKNOWN_WRITE}),
     Case("no-prefix", lambda s: _bearer(s.write_key.removeprefix("egis_"))),
     Case("other-prefix", lambda s: _bearer("sk_live_" + s.write_key.removeprefix("egis_"))),
@@ -90,6 +95,7 @@ CASES = [
     Case("revoked-write-x-api-key", lambda s: {"X-API-Key": s.write_key}, header_form="x-api-key",
          revoke_first=True),
     Case("revoked-server-bearer", lambda s: _bearer(s.server_key), revoke_first=True),
+    Case("revoked-read-bearer", lambda s: _bearer(s.read_key), revoke_first=True),
 ]
 
 
@@ -118,7 +124,8 @@ def test_auth_matrix(app, std_site, route: AuthRoute, case: Case):
     headers = case.headers(std_site)
     if case.revoke_first:
         with app.app_context(), database.connection_context():
-            revoke(std_site.write_key if "write" in case.name else std_site.server_key)
+            revoke({"write": std_site.write_key, "server": std_site.server_key,
+                    "read": std_site.read_key}[case.name.split("-")[1]])
     response = app.test_client().open(route.path, method=route.method, json=route.body,
                                       headers={**route.headers, **headers})
     assert response.status_code == expected_status(route, case), response.get_data(True)
@@ -144,6 +151,25 @@ def test_validate_with_a_server_key_is_valid_but_cannot_track(client, std_site):
     assert response.status_code == 200
     body = response.get_json()
     assert (body["valid"], body["canTrack"]) == (True, False)
+
+
+def test_validate_with_a_read_key_is_valid_but_cannot_track(client, std_site):
+    response = client.get("/api/validate", headers=_bearer(std_site.read_key))
+    assert response.status_code == 200
+    body = response.get_json()
+    assert (body["valid"], body["canTrack"]) == (True, False)
+
+
+def test_a_read_key_is_for_the_agent_endpoint_only(client, std_site):
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert client.post("/api/mcp", json=ping, headers=_bearer(std_site.read_key)).status_code == 200
+    refused = client.post("/api/events", json=BATCH, headers=_bearer(std_site.read_key))
+    assert refused.status_code == 403
+    assert refused.get_json()["error"] == ("This endpoint takes a write (tracking) key; a read key "
+                                           "was given.")
+    write_on_mcp = client.post("/api/mcp", json=ping, headers=_bearer(std_site.write_key))
+    assert write_on_mcp.get_json()["error"] == ("This endpoint takes a server key or a read key; "
+                                                "a write (tracking) key was given.")
 
 
 def test_validate_with_a_write_key_can_track(client, std_site):

@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 
 WRITE_KEY = re.compile(r"^egis_[A-Za-z0-9_-]{43}$")
 SERVER_KEY = re.compile(r"^egiss_[A-Za-z0-9_-]{43}$")
+READ_KEY = re.compile(r"^egisr_[A-Za-z0-9_-]{43}$")
 
 
 @pytest.fixture
@@ -186,7 +187,8 @@ def test_sites_list(cli):
 
 # --- keys ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("kind", "pattern"), [("write", WRITE_KEY), ("server", SERVER_KEY)])
+@pytest.mark.parametrize(("kind", "pattern"), [("write", WRITE_KEY), ("server", SERVER_KEY),
+                                               ("read", READ_KEY)])
 def test_keys_create_prints_the_key_alone_on_the_last_line(app, cli, kind, pattern):
     ok(cli("sites", "create", "k.example"))
     out = ok(cli("keys", "create", "k.example", "--kind", kind))
@@ -204,7 +206,7 @@ def test_keys_create_prints_the_key_alone_on_the_last_line(app, cli, kind, patte
 def test_keys_are_stored_only_as_sha256(app, cli):
     ok(cli("sites", "create", "k.example"))
     issued = [ok(cli("keys", "create", "k.example", "--kind", kind)).splitlines()[-1]
-              for kind in ("write", "server", "write")]
+              for kind in ("write", "server", "read")]
     assert len(set(issued)) == 3  # random
     with app.app_context(), database.connection_context():
         columns = [f.column_name for f in ApiKey._meta.sorted_fields]
@@ -234,18 +236,22 @@ def test_keys_list_never_shows_a_whole_key(cli):
     ok(cli("sites", "create", "k.example"))
     write = ok(cli("keys", "create", "k.example", "--kind", "write")).splitlines()[-1]
     server = ok(cli("keys", "create", "k.example", "--kind", "server")).splitlines()[-1]
+    read = ok(cli("keys", "create", "k.example", "--kind", "read")).splitlines()[-1]
     ok(cli("keys", "revoke", server))
+    ok(cli("keys", "revoke", read))
     lines = ok(cli("keys", "list", "k.example")).splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     text = "\n".join(lines)
-    for key in (write, server):
+    for key in (write, server, read):
         assert key not in text
         assert key.split("_", 1)[1] not in text
     write_line = next(line for line in lines if "\twrite\t" in line)
     server_line = next(line for line in lines if "\tserver\t" in line)
+    read_line = next(line for line in lines if "\tread\t" in line)
     assert write_line.split("\t")[1].startswith(write[:8])  # a hint: prefix + a few characters
+    assert read_line.split("\t")[1].startswith(read[:9])
     assert "\tactive\t" in write_line
-    assert "\trevoked " in server_line
+    assert "\trevoked " in server_line and "\trevoked " in read_line
 
 
 def test_keys_list_unknown_site_fails(cli):

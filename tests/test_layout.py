@@ -4,7 +4,9 @@ A module at the top of app/ is shared by two or more surfaces; a folder in app/ 
 Imports go one way: models import neither app nor blueprints; app does not import blueprints;
 a shared module imports no domain folder; domains import each other only as the table below
 allows; and no module imports itself back through others. `create_app` (app/__init__.py) wires
-everything and is exempt. Imports inside functions count like the others.
+everything and is exempt, and so is the CLI (app/cli) for the domains: like blueprints/ for
+HTTP, it is a surface over them (`flask agents` calls app.oauth). Imports inside functions count
+like the others.
 """
 import ast
 from pathlib import Path
@@ -15,6 +17,7 @@ PACKAGES = ("app", "blueprints", "models")
 FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires
 # Folders of app/ that are one shared module split into files, not a domain.
 SHARED_PACKAGES = {"cli"}
+SURFACES = ("app.cli.",)  # shared, but may import the domains they serve
 DOMAIN_IMPORTS = {
     "tracking": {"crawlers", "visit"},  # the bot filter; the visit context of each event
     "visit": set(),
@@ -22,6 +25,7 @@ DOMAIN_IMPORTS = {
     "crawlers": set(),
     "analytics": {"revenue"},  # minor to major units
     "agent": {"analytics", "crawlers"},
+    "oauth": set(),
 }
 
 
@@ -112,7 +116,7 @@ def test_app_does_not_import_blueprints():
 
 def test_shared_modules_import_no_domain():
     wrong = {(name, target) for name, targets in GRAPH.items()
-             if _is_shared(name) and name != FACTORY
+             if _is_shared(name) and name != FACTORY and not name.startswith(SURFACES)
              for target in targets if _domain(target) is not None}
     assert not wrong
 

@@ -333,3 +333,34 @@ def test_tracker_js_is_served_from_nginxs_cache(stack):
     assert third.status == 200 and third.body == first.body
     first_party = send(stack.nginx.site_port, "GET", "/stats/tracker.js")
     assert first_party.status == 200 and first_party.body == first.body
+
+
+def test_oauth_passes_through_with_its_pages_and_no_query_in_the_log(stack):
+    """/.well-known/oauth-* and /oauth/* reach egis as they are: the documents, a registration,
+    the authorization endpoint's own 400 page (not nginx's JSON), the challenge of /api/mcp."""
+    documents = [send(stack.nginx.port, "GET", path) for path in (
+        "/.well-known/oauth-protected-resource/api/mcp", "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-authorization-server")]
+    assert [answer.status for answer in documents] == [200, 200, 200]
+    # nginx passes Host as $host (no port) and the scheme it was asked on: PUBLIC as seen from
+    # outside (set EGIS_PUBLIC_URL where nginx listens on another port than the scheme's).
+    assert documents[2].json()["issuer"] == "http://127.0.0.1"
+    assert documents[0].json()["resource"] == "http://127.0.0.1/api/mcp"
+    registered = send(stack.nginx.port, "POST", "/oauth/register",
+                      dumps({"redirect_uris": ["http://127.0.0.1:1/cb"]}),
+                      {"Content-Type": "application/json"})
+    assert registered.status == 201 and registered.json()["token_endpoint_auth_method"] == "none"
+    secret_looking = "state=do-not-log-me"
+    page = send(stack.nginx.port, "GET", f"/oauth/authorize?client_id=nobody&{secret_looking}")
+    assert page.status == 400 and page.headers["content-type"].startswith("text/html")
+    assert b"This app cannot connect" in page.body
+    challenged = send(stack.nginx.port, "POST", "/api/mcp", b"{}",
+                      {"Content-Type": "application/json"})
+    assert challenged.status == 401 and challenged.headers["www-authenticate"].startswith(
+        'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/api/mcp"')
+    access_log = stack.nginx.directory / "access.log"
+    deadline = time.monotonic() + 10
+    while "/oauth/authorize" not in access_log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "/oauth/authorize" in access_log.read_text()
+    assert secret_looking not in access_log.read_text() + stack.upstream.log()

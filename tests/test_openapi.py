@@ -176,3 +176,27 @@ def test_a_new_endpoint_joins_by_declaring_its_schemas(make_app):
     assert operation["responses"]["400"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Error"}
     assert "ProbeAnswer" in document["components"]["schemas"]
+
+
+def test_the_oauth_endpoints_are_documented(client, document):
+    paths = document["paths"]
+    for path, methods in {"/.well-known/oauth-protected-resource": {"get"},
+                          "/.well-known/oauth-protected-resource/api/mcp": {"get"},
+                          "/.well-known/oauth-authorization-server": {"get"},
+                          "/oauth/register": {"post"}, "/oauth/authorize": {"get", "post"},
+                          "/oauth/token": {"post"}, "/oauth/revoke": {"post"}}.items():
+        assert set(paths[path]) == methods, path
+    assert "text/html" in paths["/oauth/authorize"]["get"]["responses"]["200"]["content"]
+    assert "application/x-www-form-urlencoded" in paths["/oauth/token"]["post"]["requestBody"][
+        "content"]
+    assert paths["/api/mcp"]["post"]["security"] == [{"bearerKey": []},
+                                                    {"oauth2": ["stats:read"]}]
+    flow = document["components"]["securitySchemes"]["oauth2"]["flows"]["authorizationCode"]
+    assert (flow["authorizationUrl"], flow["tokenUrl"]) == ("/oauth/authorize", "/oauth/token")
+    registered = client.post("/oauth/register", json={"redirect_uris": ["http://127.0.0.1:1/cb"]})
+    jsonschema_rs.validate(schema_of(document, "/oauth/register", "post", 201),
+                           registered.get_json())
+    refused = client.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": "x",
+                                                "refresh_token": "y"})
+    jsonschema_rs.validate(schema_of(document, "/oauth/token", "post", refused.status_code),
+                           refused.get_json())

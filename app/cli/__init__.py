@@ -1,6 +1,8 @@
-"""The operator's CLI: `flask db`, `flask sites`, `flask keys`, `flask data` (DESIGN.md "CLI")."""
+"""The operator's CLI: `flask db`, `flask sites`, `flask keys`, `flask data`, `flask agents`
+(README "CLI")."""
 from flask import Flask
 
+from app.cli.agents import agents_cli
 from app.cli.data import data_cli
 from app.cli.db import db_cli, upgrade_schema
 from app.cli.keys import keys_cli
@@ -10,5 +12,5 @@ __all__ = ["init_app", "upgrade_schema"]
 
 
 def init_app(app: Flask) -> None:
-    for group in (db_cli, sites_cli, keys_cli, data_cli):
+    for group in (db_cli, sites_cli, keys_cli, data_cli, agents_cli):
         app.cli.add_command(group)

@@ -1,4 +1,4 @@
-"""`flask keys ...`: a site's write and server keys. A whole key is printed once, at creation."""
+"""`flask keys ...`: a site's write, server and read keys, each printed whole once, at creation."""
 import click
 from flask import current_app
 from flask.cli import AppGroup
@@ -19,8 +19,7 @@ keys_cli = AppGroup("keys", help="API keys of a site.")
 def keys_create(domain: str, kind: str) -> None:
     """Create a key; the key is printed once, alone, on the last line."""
     site = site_or_fail(domain)
-    prefix = current_app.config["WRITE_KEY_PREFIX" if kind == "write" else "SERVER_KEY_PREFIX"]
-    issued = keys.issue(site, kind, prefix)
+    issued = keys.issue(site, kind, keys.prefixes(current_app.config)[kind])
     click.echo(f"Created {kind} key for {site.domain}; it is shown only now:")
     click.echo(issued.key)
 

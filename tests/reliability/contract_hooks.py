@@ -1,6 +1,7 @@
 """schemathesis hooks for tests/reliability/test_contract.py (the CLI loads them: `hooks`).
 
-- `errors_are_json_objects`, a check: every error answer is `{"error": "<sentence>"}`.
+- `errors_are_json_objects`, a check: every error answer is `{"error": "<sentence>"}`, except
+  on the OAuth authorization endpoint, a page for a person, whose errors are HTML pages.
 - `before_call`: the one rule the document can only state in words is applied to generated
   amounts, so that a body the document calls valid is one the service must accept: an amount's
   decimals depend on its currency (tested on its own in tests/revenue/). Its size is not
@@ -17,6 +18,7 @@ import schemathesis
 from app.revenue.money import MAX_AMOUNT, active_currencies, currency_exponent
 
 MCP_PATH = "/api/mcp"
+PAGE_PATHS = {"/oauth/authorize"}  # answers a person: HTML, its errors too
 SERVER_EVENTS_PATH = "/api/server/events"
 
 
@@ -29,6 +31,8 @@ def errors_are_json_objects(_ctx: Any, response: schemathesis.Response,
     if response.status_code < 400:
         return
     content_type = response.headers.get("content-type", [""])[0]
+    if case.operation.path in PAGE_PATHS and content_type.startswith("text/html"):
+        return
     if not content_type.startswith("application/json"):
         raise AssertionError(f"an error answered {content_type!r}, not JSON")
     body = orjson.loads(response.content)

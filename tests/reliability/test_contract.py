@@ -82,6 +82,17 @@ OTHER_KIND = {path: Run(SERVER, run.examples) if path == "/api/validate"
               else Run({WRITE: SERVER, SERVER: WRITE}[run.key_kind], examples(25),
                        key_refused=True)
               for path, run in OWN_KIND.items()}
+# The OAuth operations (no key): a few examples each, in the first run only. A request that
+# the document calls valid names a client, a code or a refresh token that does not exist (a
+# fuzzer cannot hold one): the token endpoint refuses it with 400 or 401, which the document's
+# oauth2 tokenUrl tells schemathesis, and the authorization endpoint with its 400 page. For
+# those two, answers that are mostly refusals are no warning.
+UNKNOWN_CLIENTS = ["warnings = false"]
+OAUTH = {"/.well-known/oauth-protected-resource/api/mcp": [],
+         "/.well-known/oauth-protected-resource": [], "/.well-known/oauth-authorization-server": [],
+         "/oauth/register": [], "/oauth/token": UNKNOWN_CLIENTS, "/oauth/revoke": [],
+         "/oauth/authorize": [*UNKNOWN_CLIENTS, "[operations.checks.positive_data_acceptance]",
+                              'expected-statuses = ["2xx", "3xx", "400", "429"]']}
 # Every warning fails the run: only 401/403 answers (the key did not work), generated data the
 # service mostly refuses (fewer than 20% of valid cases accepted: the run exercised little), a
 # document schemathesis cannot read fully.
@@ -90,8 +101,8 @@ WARNINGS = [warning.value for warning in SchemathesisWarning]
 
 @pytest.fixture(scope="module")
 def live(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    env = {f"EGIS_RATE_LIMIT_{name}": "1000000/minute" for name in ("KEY", "IP", "VALIDATE",
-                                                                      "MCP")}
+    env = {f"EGIS_RATE_LIMIT_{name}": "1000000/minute" for name in (
+        "KEY", "IP", "VALIDATE", "MCP", "OAUTH", "CONNECT_CODE")}
     with deployment(migrated, tmp_path_factory.mktemp("contract"), env) as running:
         yield running
 
@@ -109,6 +120,12 @@ def config(live: Deployment, runs: dict[str, Run]) -> str:
         if run.key_refused:
             lines += ["warnings = false", "[operations.phases.coverage]", "enabled = false"]
         lines += ["[operations.generation]", f"max-examples = {run.examples}"]
+    for path, extra in OAUTH.items():
+        lines += ["[[operations]]", f'include-path = "{path}"']
+        if runs is not OWN_KIND:
+            lines += ["enabled = false"]
+            continue
+        lines += [*extra, "[operations.generation]", f"max-examples = {examples(40)}"]
     return "\n".join(lines) + "\n"
 
 

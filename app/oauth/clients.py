@@ -1,0 +1,111 @@
+"""OAuth clients: registered (RFC 7591, POST /oauth/register) or known by a client ID metadata
+document (app.oauth.documents), and what the authorization server asks of them.
+
+Registration is written here, not with Authlib's ClientRegistrationEndpoint: that endpoint checks
+metadata with joserfc claims, which check no types (a `redirect_uris` string is read character by
+character) and name a claim, not the rule; the body is read by the marshmallow schema that
+/api/openapi.json documents (app.oauth.metadata), like every other body of the service, and what
+Authlib would add to that, a random client_id and a timestamp, is two lines.
+"""
+import secrets
+import time
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from flask import current_app
+from peewee import IntegrityError
+
+from app.errors import ApiError
+from app.oauth import documents, metadata
+from app.oauth.public import SCOPE
+from models import OAuthClient
+from models.oauth_client import DOCUMENT, REGISTERED
+from models.site import utcnow
+
+
+class Client:
+    """A client as Authlib's grants ask about it (authlib.oauth2.rfc6749.ClientMixin): public,
+    one scope, the grant and response types egis supports, its exact redirect URIs."""
+
+    def __init__(self, record: OAuthClient) -> None:
+        self.record = record
+
+    @property
+    def name(self) -> str:
+        """What the consent page calls it: its name, or the host of its metadata document."""
+        if self.record.client_name:
+            return self.record.client_name
+        if self.record.kind == DOCUMENT:
+            return urlsplit(self.record.client_id).hostname or self.record.client_id
+        return "An app without a name"
+
+    def get_client_id(self) -> str:
+        return self.record.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        uris = self.record.redirect_uris
+        return uris[0] if len(uris) == 1 else None
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        return SCOPE  # the one scope; a request for another was refused before this
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return redirect_uri in self.record.redirect_uris
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        return False  # public clients have none
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        return method == "none"
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in metadata.GRANT_TYPES
+
+
+def register(body: bytes) -> dict[str, Any]:
+    """Register a public client from its metadata, JSON (ApiError 400 when not valid); the
+    answer."""
+    try:
+        kept = metadata.load(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        raise ApiError(400, metadata.INVALID_CLIENT_METADATA,
+                       error_description="The body is not valid JSON.") from None
+    record = OAuthClient.create(client_id=secrets.token_urlsafe(24), kind=REGISTERED,
+                                client_name=kept.get("client_name"),
+                                redirect_uris=kept["redirect_uris"],
+                                grant_types=kept["grant_types"], metadata=kept)
+    return {"client_id": record.client_id, "client_id_issued_at": int(time.time()), **kept}
+
+
+def find(client_id: str) -> Client | None:
+    """The client `client_id` names, its metadata document fetched when it is one and is not
+    cached (DocumentError when it cannot be used); None for an unknown id."""
+    if documents.is_document_url(client_id):
+        return Client(_document_client(client_id))
+    record = OAuthClient.get_or_none(OAuthClient.client_id == client_id,
+                                     OAuthClient.kind == REGISTERED)
+    return Client(record) if record is not None else None
+
+
+def _document_client(url: str) -> OAuthClient:
+    record = OAuthClient.get_or_none(OAuthClient.client_id == url)
+    now = utcnow()
+    if record is not None and record.kind == DOCUMENT and record.fetched_until > now:
+        return record
+    document = documents.fetch(url, bool(current_app.config["OAUTH_PRIVATE_CLIENT_URLS"]))
+    kept = document.metadata
+    values = {"kind": DOCUMENT, "client_name": kept.get("client_name"),
+              "redirect_uris": kept["redirect_uris"], "grant_types": kept["grant_types"],
+              "metadata": kept, "fetched_until": now + timedelta(seconds=document.cache_seconds)}
+    updated = OAuthClient.update(values).where(OAuthClient.client_id == url).execute()
+    if not updated:
+        try:
+            OAuthClient.create(client_id=url, **values)
+        except IntegrityError:  # another worker fetched it at the same time
+            OAuthClient.update(values).where(OAuthClient.client_id == url).execute()
+    return OAuthClient.get(OAuthClient.client_id == url)

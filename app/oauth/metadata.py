@@ -1,0 +1,95 @@
+"""A client's metadata (RFC 7591), as registered at POST /oauth/register or read from a client
+ID metadata document: one schema for both, which is also what /api/openapi.json says.
+
+egis keeps public clients only, so `token_endpoint_auth_method` may only be "none" (absent means
+"none": the MCP SDK's client leaves it out). Scope, grant and response types are what egis
+supports whatever a client asks (RFC 7591 section 3.2.1 lets a server replace them); other
+members (client_uri, logo_uri, contacts, ...) are not kept.
+"""
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
+
+from app.errors import ApiError
+from app.fields import Text
+from app.oauth import redirects
+from app.oauth.public import SCOPE
+
+GRANT_TYPES = ["authorization_code", "refresh_token"]
+INVALID_REDIRECT_URI = "invalid_redirect_uri"
+INVALID_CLIENT_METADATA = "invalid_client_metadata"
+MAX_NAME = 200
+
+
+def _allowed_redirect(uri: str) -> None:
+    if not redirects.is_allowed(uri):
+        raise ValidationError(f"Not allowed: {redirects.RULE}.")
+
+
+class ClientMetadataSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE  # RFC 7591: metadata the server does not understand is ignored
+
+    redirect_uris = fields.List(
+        fields.String(validate=[validate.Length(max=redirects.MAX_LENGTH), _allowed_redirect],
+                      metadata=redirects.JSON_SCHEMA),
+        required=True, validate=validate.Length(min=1, max=redirects.MAX_URIS),
+        metadata={"description": f"1-{redirects.MAX_URIS} URIs: https:, http: to a loopback "
+                                 "host (any port), or a native app's own scheme; no fragment."})
+    token_endpoint_auth_method = fields.String(validate=validate.OneOf(["none"]), metadata={
+        "description": "Public clients only: none (the default here)."})
+    grant_types = fields.List(fields.String(validate=validate.OneOf(GRANT_TYPES)))
+    response_types = fields.List(fields.String(validate=validate.OneOf(["code"])))
+    client_name = Text(validate=validate.Length(max=MAX_NAME), metadata={
+        "description": "Shown on the consent page."})
+    scope = Text(validate=validate.Length(max=1000), metadata={
+        "description": f"Registered as {SCOPE} whatever is asked (the one scope)."})
+
+
+class ClientInformationSchema(Schema):
+    """The registration's answer (RFC 7591 section 3.2.1)."""
+
+    client_id = fields.String(required=True)
+    client_id_issued_at = fields.Integer(required=True)
+    redirect_uris = fields.List(fields.String(), required=True)
+    token_endpoint_auth_method = fields.String(required=True, validate=validate.Equal("none"))
+    grant_types = fields.List(fields.String(), required=True)
+    response_types = fields.List(fields.String(), required=True)
+    scope = fields.String(required=True, validate=validate.Equal(SCOPE))
+    client_name = fields.String()
+
+
+_SCHEMA = ClientMetadataSchema()
+
+
+def load(data: Any) -> dict[str, Any]:
+    """The metadata egis keeps from `data`; ApiError 400 (invalid_redirect_uri or
+    invalid_client_metadata, with a one-sentence error_description) when it is not valid."""
+    if not isinstance(data, dict):
+        raise ApiError(400, INVALID_CLIENT_METADATA,
+                       error_description="The client metadata must be a JSON object.")
+    try:
+        loaded = _SCHEMA.load(data)
+    except ValidationError as error:
+        raise refusal(error.messages) from None
+    kept = {"redirect_uris": loaded["redirect_uris"], "token_endpoint_auth_method": "none",
+            "grant_types": GRANT_TYPES, "response_types": ["code"], "scope": SCOPE}
+    if loaded.get("client_name"):
+        kept["client_name"] = loaded["client_name"]
+    return kept
+
+
+def refusal(messages: dict[str, Any]) -> ApiError:
+    """The error for marshmallow's `messages`: about the redirect URIs first, as RFC 7591
+    names that error apart."""
+    if "redirect_uris" in messages:
+        field, error = "redirect_uris", INVALID_REDIRECT_URI
+    else:
+        field, error = sorted(messages)[0], INVALID_CLIENT_METADATA
+    return ApiError(400, error, error_description=f"{field}: {_first_message(messages[field])}")
+
+
+def _first_message(messages: Any) -> str:
+    while isinstance(messages, (dict, list)) and messages:
+        messages = next(iter(messages.values())) if isinstance(messages, dict) else messages[0]
+    return str(messages)
