@@ -91,6 +91,7 @@ class Tool:
     output_schema: dict[str, Any]
     # (context, arguments) -> output; raises ToolError for a failure the model should see
     handler: Callable[[Any, dict[str, Any]], ToolOutput]
+    listed: bool = True  # False: callable, not in tools/list (a retired tool's sentence)
 
     def listing(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description,
@@ -311,7 +312,7 @@ class McpServer:
                 "capabilities": self._capabilities(), "instructions": self.instructions}
 
     def _list_tools(self) -> dict[str, Any]:
-        return {"tools": [tool.listing() for tool in self.tools.values()]}
+        return {"tools": [tool.listing() for tool in self.tools.values() if tool.listed]}
 
     def _call_tool(self, params: dict[str, Any], version: str, context: Any) -> dict[str, Any]:
         tool = self.tools.get(params["name"])

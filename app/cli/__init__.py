@@ -1,4 +1,4 @@
-"""The operator's CLI: `flask db`, `flask sites`, `flask keys`, `flask data` (DESIGN.md "CLI")."""
+"""The operator's CLI: `flask db`, `flask sites`, `flask keys`, `flask data` (README, "CLI")."""
 from flask import Flask
 
 from app.cli.data import data_cli
