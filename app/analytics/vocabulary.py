@@ -60,7 +60,7 @@ METRICS = {metric.name: metric for metric in (
     Metric("events", "Selected events of any type, in a visit or not.", frozenset({"events"}),
            _count("events")),
     Metric("bounce_rate", f"% of counted visits with one page view and no "
-                          f"{', '.join(INTERACTIONS)} (1 decimal).",
+                          f"{', '.join(INTERACTIONS[:-1])} or {INTERACTIONS[-1]} (1 decimal).",
            frozenset({"visits", "bounces"}),
            lambda sums: percent(sums["bounces"], sums["visits"]), rate=True),
     Metric("views_per_visit", "Page views of the counted visits / visits (2 decimals).",

@@ -93,12 +93,17 @@ def read_figures(site: Site, period: Period, query: Query) -> Figures:
 def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, Any]],
                 totals: dict[str, Any]) -> None:
     """conversion_rate: the row's visits over the visits counted without the goal condition
-    (the event:goal dimension, or the `is` filter on it)."""
+    (the event:goal dimension, and the `is` filter on it)."""
     names = [d.name for d in query.dimensions]
+    leaf = goal_leaf(query.filters)
+
+    def keep(candidate: Leaf) -> bool:
+        return candidate is not leaf
+
     if GOAL in names:
         at = names.index(GOAL)
         others = tuple(d for d in query.dimensions if d.name != GOAL)
-        base, whole = figure_rows(site, period, query, others)
+        base, whole = figure_rows(site, period, query, others, keep)
         bases = _keyed(base if others else [whole], len(others))
         for row in rows:
             rest = row["key"][:at] + row["key"][at + 1:]
@@ -106,11 +111,6 @@ def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, A
                                              float(bases.get(rest, {}).get("visits") or 0))
         totals["conversion_rate"] = None
         return
-    leaf = goal_leaf(query.filters)
-
-    def keep(candidate: Leaf) -> bool:
-        return candidate is not leaf
-
     base, whole = figure_rows(site, period, query, query.dimensions, keep)
     bases = _keyed(base if query.dimensions else [whole], len(query.dimensions))
     for row in rows:
