@@ -40,6 +40,9 @@ def _payments(site_id: int, period: Period) -> Any:
             .cte("payments"))
 
 
+MONEY_SUMS = ("gross", "refunded", "net", "orders", "refunds")
+
+
 def _money_columns(amount: Any) -> list[Any]:
     return [fn.SUM(when(amount > 0, amount)).alias("gross"),
             fn.SUM(when(amount < 0, amount)).alias("refunded"),
@@ -97,32 +100,45 @@ def _attributed(site: Site, period: Period) -> Any:
     return payments, [payments, user_sessions, visits, candidates, chosen], chosen
 
 
-def revenue_by(site: Site, period: Period, key: str) -> list[dict[str, Any]]:
-    """Revenue per (currency, the credited visit's `key`: source or channel); the payments no
-    visit is credited with under UNATTRIBUTED."""
+def credited(site: Site, period: Period) -> list[dict[str, Any]]:
+    """The period's money sums (`_money_columns`) per (currency, source, channel) of the visit
+    credited, in one statement; None for the payments no visit is credited with."""
     payments, ctes, chosen = _attributed(site, period)
     p, r = payments.c, chosen.c
-    value = getattr(r, key)
-    query = (Select([payments.join(chosen, JOIN.LEFT_OUTER,
-                                   on=((r.payment == p.id) & (r.choice == 1)))],
-                    [p.currency, value.alias(key), *_money_columns(p.amount)])
-             .group_by(p.currency, value).with_cte(*ctes))
-    rows = [{key: row[key] or UNATTRIBUTED, "currency": row["currency"],
-             **{name: money[name] for name in ATTRIBUTED}}
-            for row in fetch(query) for money in [_money_row(row)]]
-    rows.sort(key=lambda row: (row["currency"], -row["net_minor"], row[key]))
-    return rows
+    return fetch(Select([payments.join(chosen, JOIN.LEFT_OUTER,
+                                       on=((r.payment == p.id) & (r.choice == 1)))],
+                        [p.currency, r.source, r.channel, *_money_columns(p.amount)])
+                 .group_by(p.currency, r.source, r.channel).with_cte(*ctes))
+
+
+def _summed(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The money sums of `rows` per value of `keys` (None as 0)."""
+    summed: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        at = tuple(row[key] for key in keys)
+        total = summed.setdefault(at, {**dict(zip(keys, at, strict=True)),
+                                       **dict.fromkeys(MONEY_SUMS, 0)})
+        for name in MONEY_SUMS:
+            total[name] += int(row[name] or 0)
+    return list(summed.values())
+
+
+def revenue_by(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Revenue per (currency, the credited visit's `key`: source or channel) of `credited`'s
+    rows; the payments no visit is credited with under UNATTRIBUTED."""
+    found = [{key: row[key] or UNATTRIBUTED, "currency": row["currency"],
+              **{name: money[name] for name in ATTRIBUTED}}
+             for row in _summed(rows, ("currency", key)) for money in [_money_row(row)]]
+    found.sort(key=lambda row: (row["currency"], -row["net_minor"], row[key]))
+    return found
 
 
 def revenue(site: Site, period: Period, limit: int) -> dict[str, Any]:
-    payments = _payments(site.id, period)
-    per_currency = fetch(Select([payments], [payments.c.currency,
-                                              *_money_columns(payments.c.amount)])
-                          .group_by(payments.c.currency).order_by(payments.c.currency)
-                          .with_cte(payments))
+    rows = credited(site, period)
+    per_currency = sorted(_summed(rows, ("currency",)), key=lambda row: row["currency"])
     return {
         "currencies": [{"currency": row["currency"], **_money_row(row)} for row in per_currency],
-        **{f"by_{key}": _top_per_currency(revenue_by(site, period, key), key, limit)
+        **{f"by_{key}": _top_per_currency(revenue_by(rows, key), key, limit)
            for key in ("source", "channel")},
         "estimated": False,
     }
