@@ -11,7 +11,7 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, fetch, when
+from app.analytics.base import Period, event_scope, fetch, when
 from app.revenue.money import MoneyError, to_major_units
 from models import Event, ServerEvent, Site, Visit
 
@@ -65,11 +65,12 @@ def _attributed(site: Site, period: Period) -> Any:
     (app/analytics/__init__.py, "Attribution"), with that visit's `source` and `channel`."""
     payments = _payments(site.id, period)
     p = payments.c
-    since = period.start - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS)
+    lookback = period.moved(period.first - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS),
+                            period.last)
+    since = lookback.start
     user_sessions = (Event.select(Event.user_id.alias("user_id"),
                                   Event.session_id.alias("session_id")).distinct()
-                     .where((Event.site_id == site.id) & (Event.occurred_at >= since)
-                            & (Event.occurred_at < period.end)
+                     .where(event_scope(site.id, lookback)
                             & Event.user_id.in_(Select([payments], [p.user_id]))
                             & Event.session_id.is_null(False))
                      .cte("user_sessions"))
