@@ -1,4 +1,4 @@
-"""The `Idempotency-Key` request header (DESIGN.md, "The ingest contract", Idempotency).
+"""The `Idempotency-Key` request header (docs/ARCHITECTURE.md, "The ingest contract").
 
 /api/goals, /api/server/events and /api/crawl/report have no id of their own in the body, so a
 backend retrying after a lost answer would store a goal, a revenue event without `orderId` or a

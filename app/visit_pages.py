@@ -9,7 +9,7 @@ from typing import Any
 from peewee import SQL, Case, Select, fn
 
 from app import upserts
-from app.sql import page_path, wide
+from app.sql import wide
 from models import Event
 from models.visit_page import NO_PAGE
 
@@ -26,7 +26,7 @@ UPSERT_SQL = upserts.upsert_sql("visit_page", COLUMNS, ("site_id", "session_id",
 
 def page_key(event: Any) -> Any:
     """An event's page as the `page` column holds it (NO_PAGE for none)."""
-    return fn.COALESCE(page_path(event), NO_PAGE)
+    return fn.COALESCE(event.path, NO_PAGE)
 
 
 def derived(scope: Any) -> Select:

@@ -25,7 +25,7 @@ from peewee import SQL, Case, Select, fn
 
 from app import upserts, visit_pages
 from app.db import is_postgres
-from app.sql import page_path, wide
+from app.sql import wide
 from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 
@@ -115,9 +115,8 @@ def derived(scope: Any) -> Select:
     """
     session = [Event.site_id, Event.session_id]
     is_view = Event.type == "pageview"
-    # each entry column as its page view's event column (the page: its path, derived for old rows)
-    page_columns = {column: page_path(Event) if column == "entry_page"
-                    else getattr(Event, PAGE_ENTRY_COLUMNS.get(column, column))
+    # each entry column as its page view's event column
+    page_columns = {column: getattr(Event, PAGE_ENTRY_COLUMNS.get(column, column))
                     for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)}
     ranked = (Event.select(
         Event.site_id, Event.session_id, Event.anonymous_id, Event.occurred_at, Event.type,

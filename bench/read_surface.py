@@ -49,7 +49,7 @@ def q(metrics: list[str], dimensions: list[str] | None = None, **more: Any) -> d
     return {"metrics": metrics, **({"dimensions": dimensions} if dimensions else {}), **more}
 
 
-# (label, tool, arguments): DESIGN.md, "The agent read surface".
+# (label, tool, arguments): docs/AGENTS.md.
 MIX: list[tuple[str, str, dict[str, Any]]] = [
     ("top pages", "query", q(["visitors", "pageviews"], ["event:page"], limit=10)),
     ("entry pages", "query", q(["visits", "bounce_rate"], ["visit:entry_page"], limit=10)),

@@ -6,26 +6,24 @@
 
 Creates (or reuses, with --reuse) a PostgreSQL database (default egis_analytics_bench), or with
 --sqlite a SQLite file, runs egis's migrations (`app.cli.upgrade_schema`, as `flask db upgrade`),
-and seeds one site, bench.example, with about N events over the last `--days` days shaped like
-real traffic (bench/visits.py: visits with their browser, country, language, device and screen,
-sources, channels, referrers and UTM campaigns on the entry page view, page views with web
-vitals, heartbeats, scrolls, clicks, form submits, errors, custom events with properties, goals;
-identified users; returning visitors; the last two days sampled at weight 2), with the visit
-context columns filled as DESIGN.md's contract says, plus server events, crawl hits, ingest
-tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY,
-SQLite rows through executemany in transactions of 100,000; then the rows ingest keeps (visits,
-visit pages, quarter hours) are derived from them (app.rollups.rebuild, as migration 0011
-does), in time order as ingest writes them, timed. --timezone sets
-the site's time zone when the schema has one (migration 0009).
-Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
-arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
-and the median of the others, in milliseconds (on a shared machine the fastest is the closest to
-the query's own cost).
---indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES); without it
-they are dropped, so the table shows the schema as migrated (PostgreSQL).
---cold adds a column: each tool called once over HTTP by a server just started with one worker
-(gunicorn or granian, as deployed), timed by the client. That is what an agent waits for when its
-call is a worker's first, which imports the agent layer (blueprints/mcp.py).
+and seeds one site, bench.example, with about N events over the last `--days` days shaped like real
+traffic (bench/visits.py: visits with their browser, country, language, device and screen, sources,
+channels, referrers and UTM campaigns on the entry page view, page views with web vitals,
+heartbeats, scrolls, clicks, form submits, errors, custom events with properties, goals; identified
+users; returning visitors; the last two days sampled at weight 2), with the visit context columns
+filled as ingest fills them (docs/ARCHITECTURE.md), plus server events, crawl hits, ingest tallies
+and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY, SQLite rows
+through executemany in transactions of 100,000; then the rows ingest keeps (visits, visit pages,
+quarter hours) are derived from them (app.rollups.rebuild, as migration 0011 does), in time order as
+ingest writes them, timed. --timezone sets the site's time zone when the schema has one (migration
+0009). Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
+arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest and
+the median of the others, in milliseconds (on a shared machine the fastest is the closest to the
+query's own cost). --indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES);
+without it they are dropped, so the table shows the schema as migrated (PostgreSQL). --cold adds a
+column: each tool called once over HTTP by a server just started with one worker (gunicorn or
+granian, as deployed), timed by the client. That is what an agent waits for when its call is a
+worker's first, which imports the agent layer (blueprints/mcp.py).
 """
 import argparse
 import io
@@ -297,7 +295,10 @@ def time_tools(url: str, repeat: int) -> list[tuple[str, float, float, float, st
     results = []
     with app.app_context(), database.connection_context():
         site = Site.get(Site.domain == DOMAIN)
-        for tool in MCP.tools.values():
+        # the listed tools that answer without arguments (not query and funnel; not the
+        # retired ones, which answer with the query call to make instead)
+        for tool in [tool for tool in MCP.tools.values()
+                     if tool.listed and not tool.input_schema.get("required")]:
             timings, text = [], ""
             for _ in range(repeat):
                 started = time.perf_counter()

@@ -1,11 +1,11 @@
 """Realistic visits for the analytics benchmarks: what bench/seed_analytics.py stores.
 
-A visit is one visitor's session: a browser profile (country, language, device, browser and OS
-with versions, screen class: the per-request visit context of DESIGN.md, on every event), an
-entry page view that carries where the visit came from (source, channel, referrer, UTM
-campaign, click ids), then more page views, each followed by what the tracker sends while the
-page is open (web vitals, heartbeats every 15 s, scroll depths, clicks, form submits, errors,
-custom events with properties, goals).
+A visit is one visitor's session: a browser profile (country, language, device, browser and OS with
+versions, screen class: the per-request visit context of docs/ARCHITECTURE.md, on every event), an
+entry page view that carries where the visit came from (source, channel, referrer, UTM campaign,
+click ids), then more page views, each followed by what the tracker sends while the page is open
+(web vitals, heartbeats every 15 s, scroll depths, clicks, form submits, errors, custom events with
+properties, goals).
 
 Rows come out in three parts, so a writer renders the parts that many events share once:
 `(event, page, visit)`, the columns of EVENT_PART, PAGE_PART and VISIT_PART. A page's part is

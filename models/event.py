@@ -35,7 +35,7 @@ class Event(BaseModel):
     occurred_at = DateTimeField()  # skew-corrected event time (UTC)
     received_at = DateTimeField()
     weight = FloatField(default=1.0)  # 1/sample rate once a site is over quota
-    # Visit context (DESIGN.md, "Visit context"), derived on the server from a browser request
+    # Visit context (docs/ARCHITECTURE.md, "Visits"), derived on the server from a browser request
     # (a backend's request, without Origin, gets none); never the raw address or User-Agent.
     country = CharField(max_length=2, null=True)  # ISO 3166-1 alpha-2
     device = CharField(max_length=16, null=True)  # Desktop, Mobile, Tablet

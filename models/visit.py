@@ -24,12 +24,12 @@ class Visit(BaseModel):
     after ingest (app.rollups, app.visits), so that the agent's visit figures
     read one row per visit instead of grouping the period's events by session.
 
-    The analytics read a period's visits from here: the rows inside the period as they are, and
-    the few that cross its edges derived from their events in the period (app.analytics.query,
-    visits_cte), so a visit is still "a session id with a page view in the period, with the
-    values of its first page view in the period" (DESIGN.md). The entry columns (entry_page,
-    source ... utm_term and the request context country ... screen) are those of its first
-    page view, exit_page its last page view's path. Rows without a page view (`pageviews` 0)
+    The analytics read a period's visits from here: the rows inside the period as they are, and the
+    few that cross its edges derived from their events in the period (app.analytics.period_rows,
+    visits_cte), so a visit is still "a session id with a page view in the period, with the values
+    of its first page view in the period" (docs/ARCHITECTURE.md, "Visits"). The entry columns
+    (entry_page, source ... utm_term and the request context country ... screen) are those of its
+    first page view, exit_page its last page view's path. Rows without a page view (`pageviews` 0)
     are sessions that are not (yet) visits.
     """
 

@@ -19,7 +19,7 @@ class VisitPage(BaseModel):
     agent's `event:page` breakdowns read one row per (visit, page) instead of grouping the
     period's events by page and session.
 
-    `page` is the events' page path (app.sql.page_path), NO_PAGE for events without one.
+    `page` is the events' page path (Event.path), NO_PAGE for events without one.
     `visitor` and `weight` are the largest of its events', like the visit's (models.Visit);
     events without a session id have no row (the analytics read them from the event table).
     """

@@ -1,4 +1,4 @@
-"""The operator's CLI (DESIGN.md "CLI"): sites, keys, and what a key looks like once issued."""
+"""The operator's CLI (README, "CLI"): sites, keys, and what a key looks like once issued."""
 import hashlib
 import os
 import re

@@ -1,12 +1,15 @@
-"""The layout's rules, read from the imports of app/, blueprints/ and models/ (README "Layout").
+"""The layout's rules, read from the imports of app/, blueprints/ and models/ (README "Layout";
+docs/ARCHITECTURE.md).
 
 A module at the top of app/ is shared by two or more surfaces; a folder in app/ is one domain.
 Imports go one way: models import neither app nor blueprints; app does not import blueprints;
 a shared module imports no domain folder; domains import each other only as the table below
-allows; and no module imports itself back through others. `create_app` (app/__init__.py) wires
+allows; no module imports itself back through others; no module under app/ is longer than
+MAX_LINES; and the read side (app/analytics) never asks which database it runs on: what the
+two databases spell differently is app/sql.py's. `create_app` (app/__init__.py) wires
 everything and is exempt, and so is the CLI (app/cli) for the domains: like blueprints/ for
-HTTP, it is a surface over them (`flask agents` calls app.oauth). Imports inside functions count
-like the others.
+HTTP, it is a surface over them (`flask agents` calls app.oauth). Imports inside functions
+count like the others.
 """
 import ast
 from pathlib import Path
@@ -18,6 +21,7 @@ FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires
 # Folders of app/ that are one shared module split into files, not a domain.
 SHARED_PACKAGES = {"cli"}
 SURFACES = ("app.cli.",)  # shared, but may import the domains they serve
+MAX_LINES = 400
 DOMAIN_IMPORTS = {
     "tracking": {"crawlers", "visit"},  # the bot filter; the visit context of each event
     "visit": set(),
@@ -138,3 +142,17 @@ def test_domain_packages_hold_a_docstring_only():
         tree = ast.parse((ROOT / "app" / domain / "__init__.py").read_text())
         assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr), domain
         assert ast.get_docstring(tree), domain
+
+
+def test_no_module_under_app_is_over_max_lines():
+    long = {str(path.relative_to(ROOT)): lines for path in sorted((ROOT / "app").rglob("*.py"))
+            if (lines := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long
+
+
+def test_the_read_side_never_asks_which_database_it_runs_on():
+    asking = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "app" / "analytics")
+                                                             .rglob("*.py"))
+              if "is_postgres" in path.read_text()
+              or "PostgresqlDatabase" in path.read_text()]
+    assert not asking

@@ -110,6 +110,7 @@ class Tool:
     output_schema: dict[str, Any]
     # (context, arguments) -> output; raises ToolError for a failure the model should see
     handler: Callable[[Any, dict[str, Any]], ToolOutput]
+    listed: bool = True  # False: callable, not in tools/list (a retired tool's sentence)
 
     def listing(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description,
@@ -306,7 +307,7 @@ class McpServer:
         """The catalogue; a client that declared the chart apps also sees which tool has one
         (`_meta`, added here by tool name so that the catalogue stays one definition)."""
         listed = []
-        for tool in self.tools.values():
+        for tool in filter(lambda tool: tool.listed, self.tools.values()):
             listing = tool.listing()
             meta = chart_apps.tool_meta(tool.name) if declared.apps else None
             listed.append({**listing, "_meta": meta} if meta else listing)

@@ -1,5 +1,4 @@
-"""The read surface's three tools: `describe_data`, `query` and `funnel` (DESIGN.md, "The agent
-read surface").
+"""The read surface's three tools: `describe_data`, `query` and `funnel` (docs/AGENTS.md).
 
 Their arguments are validated in code (app.analytics: query.parse_query, filters.parse_filters,
 funnel.validate) rather than by marshmallow: an agent needs one sentence naming the argument,
@@ -19,8 +18,10 @@ from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
 from app.analytics import base, describe, funnel, query
 from app.analytics.base import ArgumentError, closest
+from app.analytics.filters import parse_filters
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
 from app.fields import whole_number
+from app.sql import QueryTimeoutError
 from models import Site
 
 DEFAULT_TIMEOUT_SECONDS = 20.0  # EGIS_AGENT_QUERY_SECONDS: a statement's time limit
@@ -38,7 +39,7 @@ def reading_or_tool_error() -> Iterator[None]:
     try:
         with base.reading(seconds):
             yield
-    except base.QueryTimeoutError:
+    except QueryTimeoutError:
         raise ToolError(TIMEOUT.format(seconds=seconds)) from None
 
 
@@ -55,14 +56,28 @@ def _date(arguments: dict[str, Any], name: str) -> date | None:
 
 
 PERIOD_PROPERTIES: dict[str, Any] = {
-    "from": {"type": "string", "format": "date",
-             "description": "First local day, inclusive (YYYY-MM-DD)."},
-    "to": {"type": "string", "format": "date",
-           "description": "Last local day, inclusive. Default: today."},
-    "period": {"type": "string", "enum": list(base.PERIODS),
-               "description": "Instead of from/to: days ending today. Default: 30d."},
+    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
+    "period": {"type": "string", "enum": list(base.PERIODS)},
 }
 PERIOD_KEYS = tuple(PERIOD_PROPERTIES)
+
+
+def catalogue_schema(schema: dict[str, Any], top: bool = True) -> dict[str, Any]:
+    """An output schema as the catalogue lists it: types and the top level's required names;
+    no `additionalProperties: false` and no nested `required` (a client's check of a result
+    loses little, and the catalogue a tenth of its size)."""
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "additionalProperties" and value is False:
+            continue
+        if key == "required" and not top:
+            continue
+        if key == "properties":
+            value = {name: catalogue_schema(part, False) for name, part in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            value = catalogue_schema(value, False)
+        compact[key] = value
+    return compact
 
 
 def _tool(name: str, title: str, description: str, properties: dict[str, Any],
@@ -91,6 +106,7 @@ def _tool(name: str, title: str, description: str, properties: dict[str, Any],
                     "required": required, "additionalProperties": False}
     output_schema = {"type": "object", "properties": {**ENVELOPE, **output},
                      "required": [*ENVELOPE, *output]}
+    output_schema = catalogue_schema(output_schema)
     return Tool(name, title, description, input_schema, output_schema, handler)
 
 
@@ -100,11 +116,10 @@ ENVELOPE: dict[str, Any] = {"site": {"type": "string"}, "from": {"type": "string
 NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
 FILTERS = {
     "type": "array", "items": {"type": "array"},
-    "description": "All must hold. Each: [op, dimension, [values]] with op is, is_not, "
-                   "contains, contains_not, matches, matches_not (`*` any run but `/`, `**` "
-                   "any run; whole value), optionally ending with {\"case_sensitive\": false}; "
-                   "or [\"and\", [filters]], [\"or\", [filters]], [\"not\", filter]. visit:* "
-                   "filters select visits, event:* filters select events.",
+    "description": "All must hold. Each [op, dimension, [values]], op is, is_not, contains, "
+                   "contains_not, matches, matches_not (`*` any run but `/`, `**` any run; "
+                   "whole value), optionally ending {\"case_sensitive\": false}; or "
+                   "[\"and\", [filters]], [\"or\", [filters]], [\"not\", filter].",
 }
 
 
@@ -114,18 +129,15 @@ def _run_query(site: Site, period: base.Period, arguments: dict[str, Any]) -> di
 
 QUERY = _tool(
     "query", "Query",
-    "Metrics x dimensions x filters of the site's events, like Plausible's Stats API v2. "
-    "A visit is a session with a page view in the period; visit:* values are its first page "
-    "view's. Call describe_data for the definitions and this site's goals, events and property "
-    "keys.",
+    "Metrics x dimensions x filters, as Plausible's Stats API v2. A visit is a session with "
+    "a page view in the period, its visit:* values its first page view's. Definitions, goals, "
+    "events and property keys: describe_data.",
     {"metrics": {"type": "array", "minItems": 1, "maxItems": 10,
                  "items": {"type": "string", "enum": list(METRICS)}},
      "dimensions": {"type": "array", "maxItems": 3, "items": {"type": "string"},
                     "description": "Breakdowns: " + ", ".join(DIMENSION_NAMES) + "."},
      "filters": FILTERS,
-     "compare": {"description": "\"previous_period\", \"year_over_year\" or "
-                                "{\"from\": date, \"to\": date}.",
-                 "anyOf": [{"type": "string", "enum": ["previous_period", "year_over_year"]},
+     "compare": {"anyOf": [{"type": "string", "enum": ["previous_period", "year_over_year"]},
                            {"type": "object", "properties": {
                                "from": {"type": "string", "format": "date"},
                                "to": {"type": "string", "format": "date"}},
@@ -156,16 +168,15 @@ def _run_funnel(site: Site, period: base.Period, arguments: dict[str, Any]) -> d
     whole = whole_number(raw_window)  # 24.0 is 24, as JSON Schema's integer says
     window = raw_window if whole is None else whole
     steps = funnel.validate(arguments.get("steps"), unit, window)
-    filters = query.parse_filters(arguments.get("filters"), visit_only=True)
+    filters = parse_filters(arguments.get("filters"), visit_only=True)
     return funnel.funnel(site, period, steps, unit, window, filters)
 
 
 STEP_NUMBERS = {"type": ["number", "null"]}
 FUNNEL = _tool(
     "funnel", "Funnel",
-    "How many visits (or visitors) go through 2-8 ordered steps: counts, conversion from step 1 "
-    "and from the step before, drop-off. A unit reaches step k with a matching event at or "
-    "after it reached step k-1.",
+    "Visits (or visitors) through 2-8 ordered steps: counts, % of step 1 and of the step "
+    "before, drop-off. Step k needs a matching event at or after step k-1.",
     {"steps": {"type": "array", "minItems": 2, "maxItems": 8, "items": {
         "type": "object", "properties": {
             "page": {"type": "string", "description": "A path or pattern (* and **)."},
@@ -199,10 +210,9 @@ def _run_describe(site: Site, period: base.Period, arguments: dict[str, Any]) ->
 
 DESCRIBE = _tool(
     "describe_data", "Describe the data",
-    "Start here: the metric and dimension vocabulary with definitions, and what this site has "
-    "in the period (events by type, goal and custom event names, their property keys with how "
-    "many events carry each and which, first and last event, time zone, sampling). With "
-    "`dimension`: its values with their visitors.",
+    "Start here: every metric and dimension with its definition, and what the site has in the "
+    "period (events by type, goals, custom events, property keys, first and last event). With "
+    "`dimension`: its values by visitors.",
     {"dimension": {"type": "string", "description": "List this dimension's values."},
      "search": {"type": "string", "description": "Only values containing this (any case)."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,

@@ -1,51 +1,33 @@
 """The agent's tool arguments and results as marshmallow schemas: the JSON Schemas agents see
-in `tools/list` (inputSchema, outputSchema) are generated from them."""
-from collections.abc import Callable
+in `tools/list` (inputSchema, outputSchema) are generated from them (app.agent.catalogue makes
+them compact: the catalogue is read before every conversation)."""
 from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from app.analytics import base, performance
+from app.analytics import performance
 from app.crawlers.user_agents import BOT_CATEGORIES
 from app.fields import StrictInteger
-from models.event import EVENT_TYPES
 
 # --- Arguments ---------------------------------------------------------------------------
 
 
 class PeriodArgs(Schema):
     """`from`/`to` or `period`; the tool resolves them in the site's time zone
-    (base.resolve_period), since only the site knows its zone and its today."""
+    (base.resolve_period, whose error lists the valid periods), since only the site knows its
+    zone and its today. The server's instructions list the periods once for every tool."""
 
-    from_ = fields.Date(data_key="from", metadata={
-        "description": "First local day, inclusive (YYYY-MM-DD). Default: 29 days before `to`."})
-    to = fields.Date(metadata={"description": "Last local day, inclusive (YYYY-MM-DD). "
-                                              "Default: today."})
-    period = fields.String(metadata={
-        "description": "Instead of from/to: days ending today in the site's time zone.",
-        "enum": list(base.PERIODS)})
+    from_ = fields.Date(data_key="from")
+    to = fields.Date()
+    period = fields.String()
 
 
 class ListArgs(PeriodArgs):
-    limit = StrictInteger(load_default=10, validate=validate.Range(1, 100),
-                          metadata={"description": "How many rows to list (1-100)."})
-
-
-class CountArgs(ListArgs):
-    type = fields.String(validate=validate.OneOf(EVENT_TYPES),
-                         metadata={"description": "Only events of this type."})
-    name = fields.String(validate=validate.Length(1, 128), metadata={
-        "description": "Only events with this name (custom events, goals)."})
-
-
-class GoalArgs(ListArgs):
-    goal = fields.String(validate=validate.Length(1, 128),
-                         metadata={"description": "Only this goal."})
+    limit = StrictInteger(load_default=10, validate=validate.Range(1, 100))
 
 
 class CrawlerArgs(ListArgs):
-    category = fields.String(validate=validate.OneOf(BOT_CATEGORIES),
-                             metadata={"description": "Only crawlers of this category."})
+    category = fields.String(validate=validate.OneOf(BOT_CATEGORIES))
 
 
 # --- Results -----------------------------------------------------------------------------
@@ -62,139 +44,77 @@ def _list(schema: type[Schema]) -> fields.List:
     return fields.List(fields.Nested(schema), required=True)
 
 
-def _rate() -> fields.Float:
-    return fields.Float(required=True, allow_none=True, metadata={
-        "description": "A fraction (0.25 = 25%); null when there is nothing to divide by."})
+def _maybe(field: type[fields.Field]) -> fields.Field:
+    return field(required=True, allow_none=True)
 
 
 class Result(Schema):
-    site = _str(metadata={"description": "The domain of the key's site."})
+    site = _str()
     from_ = _str(data_key="from")
     to = _str()
-    timezone = fields.String(metadata={
-        "description": "The site's IANA time zone of the days, when it is not UTC."})
-    estimated = fields.Boolean(required=True, metadata={
-        "description": "True when sampled data is behind the figures: they are scaled by the "
-                       "stored sampling weights and are estimates."})
-
-
-class DayCount(Schema):
-    date = _str()
-    count = _int()
-
-
-class NameCount(Schema):
-    name = _str()
-    count = _int()
-
-
-class CountResult(Result):
-    type = fields.String(required=True, allow_none=True)
-    name = fields.String(required=True, allow_none=True)
-    count = _int(metadata={"description": "Events, scaled by sampling weights."})
-    stored_events = _int(metadata={"description": "Rows actually stored."})
-    by_day = _list(DayCount)
-    by_name = _list(NameCount)
+    timezone = fields.String()
+    estimated = fields.Boolean(required=True)
 
 
 class OverviewResult(Result):
     visitors = _int()
-    sessions = _int()
+    visits = _int()
     pageviews = _int()
-    bounced_sessions = _int()
-    bounce_rate = _rate()
-    engaged_seconds = _int()
-    avg_engaged_seconds = fields.Float(required=True, allow_none=True)
+    bounce_rate = _maybe(fields.Float)
+    visit_duration = _maybe(fields.Integer)
     events_by_type = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
-
-
-class PageRow(Schema):
-    page = _str()
-    pageviews = _int()
-    visitors = _int()
-
-
-class PagesResult(Result):
-    pages = _list(PageRow)
-    total_pageviews = _int()
-    distinct_pages = _int()
-
-
-class ReferrerRow(Schema):
-    source = _str()
-    sessions = _int()
-    visitors = _int()
-
-
-class UtmRow(Schema):
-    utm_source = _str()
-    sessions = _int()
-    visitors = _int()
-
-
-class SourcesResult(Result):
-    sessions = _int()
-    referrers = _list(ReferrerRow)
-    utm_sources = _list(UtmRow)
-
-
-class Conversions(Schema):
-    conversions = _int()
-    converting_sessions = _int()
-    conversion_rate = _rate()
-
-
-class GoalRow(Conversions):
-    goal = _str()
-
-
-class GoalsResult(Result):
-    sessions = _int()
-    goals = _list(GoalRow)
-    total = fields.Nested(Conversions, required=True)
 
 
 class Money(Schema):
     currency = _str()
-    gross_minor = _int(metadata={"description": "Integer minor units (cents)."})
-    gross = fields.String(required=True, allow_none=True,
-                          metadata={"description": "Major units, exact decimal."})
+    gross_minor = _int()
+    gross = _maybe(fields.String)
     refunds_minor = _int()
-    refunds = fields.String(required=True, allow_none=True)
+    refunds = _maybe(fields.String)
     net_minor = _int()
-    net = fields.String(required=True, allow_none=True)
+    net = _maybe(fields.String)
     orders = _int()
     refund_count = _int()
 
 
-class SourceMoney(Money):
+class Attributed(Schema):
+    """Revenue credited to one source or channel: its net, as Money has it."""
+
+    currency = _str()
+    net_minor = _int()
+    net = _maybe(fields.String)
+    orders = _int()
+
+
+class SourceMoney(Attributed):
     source = _str()
+
+
+class ChannelMoney(Attributed):
+    channel = _str()
 
 
 class RevenueResult(Result):
     currencies = _list(Money)
     by_source = _list(SourceMoney)
+    by_channel = _list(ChannelMoney)
 
 
 class Vital(Schema):
     p75 = fields.Float(required=True)
     samples = _int()
-    rating = _str(validate=validate.OneOf(("good", "needs improvement", "poor")))
+    rating = _str()
 
 
-def _vitals_of(field: Callable[[], fields.Field]) -> dict[str, fields.Field]:
-    return {metric: field() for metric in performance.VITALS}
-
-
-SiteVitals = Schema.from_dict(
-    _vitals_of(lambda: fields.Nested(Vital, required=True, allow_none=True)), name="SiteVitals")
 PageVitals = Schema.from_dict(
     {"page": _str(), "samples": _int(),
-     **_vitals_of(lambda: fields.Float(required=True, allow_none=True))}, name="PageVitals")
+     **{metric: _maybe(fields.Float) for metric in performance.VITALS}}, name="PageVitals")
 
 
 class VitalsResult(Result):
-    site_vitals = fields.Nested(SiteVitals, required=True)
+    # an object per metric of performance.VITALS (null without samples): one schema for all
+    site_vitals = fields.Dict(keys=fields.String(),
+                              values=fields.Nested(Vital, allow_none=True), required=True)
     pages = _list(PageVitals)
 
 
@@ -220,8 +140,8 @@ class CrawlerRow(Schema):
     crawler = _str()
     category = _str()
     hits = _int()
-    verified = _int(metadata={"description": "Hits whose source network was verified."})
-    spoofed = _int(metadata={"description": "Hits claiming a crawler they did not come from."})
+    verified = _int()
+    spoofed = _int()
     last_seen = _str()
 
 
@@ -242,15 +162,13 @@ class IngestCounts(Schema):
     events_stored = _int()
     server_events_stored = _int()
     crawl_hits_stored = _int()
-    sampled_away = _int(metadata={"description": "Events dropped by quota sampling."})
-    duplicate_batches = _int(metadata={"description": "Resent batches, stored once."})
-    duplicate_orders = _int(metadata={"description": "Server events with a known orderId."})
-    duplicate_idempotency_keys = _int(metadata={
-        "description": "Requests repeating an Idempotency-Key, answered as the first."})
-    bot_filtered = _int(metadata={"description": "Browser requests from bots, not stored."})
-    rejected_total = _int(metadata={"description": "Requests refused, all reasons."})
-    rejected = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True,
-                           metadata={"description": "Refused requests per reason."})
+    sampled_away = _int()
+    duplicate_batches = _int()
+    duplicate_orders = _int()
+    duplicate_idempotency_keys = _int()
+    bot_filtered = _int()
+    rejected_total = _int()
+    rejected = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
 
 
 class IngestDay(IngestCounts):

@@ -10,8 +10,9 @@ def _n(value: float | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _pct(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:.1%}"
+def _pct(value: float | None) -> str:
+    """A rate as the tools give it: percent, 1 decimal."""
+    return "-" if value is None else f"{value:.1f}%"
 
 
 def _head(result: dict[str, Any], title: str) -> str:
@@ -25,52 +26,15 @@ def _lines(rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str],
     return [f"  {number}. {line(row)}" for number, row in enumerate(rows, 1)] or [empty]
 
 
-def render_count(r: dict[str, Any]) -> str:
-    what = " ".join(part for part in (r["type"], r["name"] and f"'{r['name']}'") if part)
-    days = ", ".join(f"{day['date']}: {_n(day['count'])}" for day in r["by_day"])
-    return "\n".join([_head(r, f"{what or 'All'} events"),
-                      f"{_n(r['count'])} events ({_n(r['stored_events'])} stored)",
-                      f"Per day: {days or 'none'}", "By name:",
-                      *_lines(r["by_name"], lambda row: f"{row['name']}: {_n(row['count'])}")])
-
-
 def render_overview(r: dict[str, Any]) -> str:
-    engaged = r["avg_engaged_seconds"]
+    duration = r["visit_duration"]
     return "\n".join([
         _head(r, "Overview"),
-        f"{_n(r['visitors'])} visitors, {_n(r['sessions'])} sessions, {_n(r['pageviews'])} "
-        f"page views; bounce rate {_pct(r['bounce_rate'])}; average engaged time "
-        f"{'-' if engaged is None else f'{engaged:.0f} s'}",
+        f"{_n(r['visitors'])} visitors, {_n(r['visits'])} visits, {_n(r['pageviews'])} page "
+        f"views; bounce rate {_pct(r['bounce_rate'])}; visit duration "
+        f"{'-' if duration is None else f'{duration} s'}",
         "Events by type: " + (", ".join(f"{name} {_n(count)}" for name, count
                                         in r["events_by_type"].items()) or "none")])
-
-
-def render_pages(r: dict[str, Any]) -> str:
-    return "\n".join([_head(r, "Top pages"),
-                      f"{_n(r['total_pageviews'])} page views over {_n(r['distinct_pages'])} "
-                      "pages",
-                      *_lines(r["pages"], lambda row: f"{row['page']}: {_n(row['pageviews'])} "
-                                                      f"views, {_n(row['visitors'])} visitors")])
-
-
-def render_sources(r: dict[str, Any]) -> str:
-    def line(key: str) -> Callable[[dict[str, Any]], str]:
-        return lambda row: (f"{row[key]}: {_n(row['sessions'])} sessions, "
-                            f"{_n(row['visitors'])} visitors")
-    return "\n".join([_head(r, "Top sources"), f"{_n(r['sessions'])} sessions. Referrers:",
-                      *_lines(r["referrers"], line("source")), "UTM sources:",
-                      *_lines(r["utm_sources"], line("utm_source"))])
-
-
-def _conversion(row: dict[str, Any]) -> str:
-    return (f"{_n(row['conversions'])} conversions, {_n(row['converting_sessions'])} converting "
-            f"sessions, rate {_pct(row['conversion_rate'])}")
-
-
-def render_goals(r: dict[str, Any]) -> str:
-    return "\n".join([_head(r, "Goal conversions"),
-                      f"{_n(r['sessions'])} sessions; all goals: {_conversion(r['total'])}",
-                      *_lines(r["goals"], lambda row: f"{row['goal']}: {_conversion(row)}")])
 
 
 def _money(row: dict[str, Any]) -> str:
@@ -78,10 +42,16 @@ def _money(row: dict[str, Any]) -> str:
             f"{row['gross']}, {_n(row['refund_count'])} refunds of {row['refunds']})")
 
 
+def _credited(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: (f"{row[key]}: net {row['net']} {row['currency']} "
+                        f"({_n(row['orders'])} orders)")
+
+
 def render_revenue(r: dict[str, Any]) -> str:
     return "\n".join([_head(r, "Revenue"), *_lines(r["currencies"], _money),
-                      "By traffic source (the session of the paying user):",
-                      *_lines(r["by_source"], lambda row: f"{row['source']}: {_money(row)}")])
+                      "By visit:source (the visit each payment is credited to):",
+                      *_lines(r["by_source"], _credited("source")),
+                      "By visit:channel:", *_lines(r["by_channel"], _credited("channel"))])
 
 
 def render_vitals(r: dict[str, Any]) -> str:

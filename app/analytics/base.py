@@ -1,6 +1,5 @@
-"""What every query shares: the period, one read snapshot, weighted counts, the ranking engine."""
-import re
-import sqlite3
+"""What every query shares: the period, the events it scans, one read snapshot, weighted counts,
+the ranking engine."""
 from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -9,7 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from difflib import get_close_matches
 from functools import cached_property
-from time import monotonic
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -17,21 +15,16 @@ from peewee import (
     SQL,
     Case,
     Expression,
-    OperationalError,
     Select,
     Value,
     fn,
 )
 
-from app.db import is_postgres
-from app.sql import bytewise, url_path
+from app.sql import bytewise, read_transaction, reads_in_parallel
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
-PG_QUERY_CANCELED = "57014"  # statement_timeout
-SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
 DEFAULT_DAYS = 30
-WORK_MEM = "256MB"  # a 300,000-visit hash aggregate with its sums stays in memory
 PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
 
 
@@ -155,15 +148,6 @@ def compare_period(period: Period, compare: Any) -> Period:
                         "'year_over_year' or {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}.")
 
 
-def sqlite_regexp(regex: str, value: Any) -> bool:
-    """SQLite's `value REGEXP regex` (SQLite has the operator but no function behind it)."""
-    return value is not None and re.search(regex, str(value)) is not None
-
-
-class QueryTimeoutError(Exception):
-    """A read ran past its statement time limit and was stopped."""
-
-
 _call_memo: ContextVar[dict[Hashable, Any] | None] = ContextVar("call_memo", default=None)
 _call_timeout: ContextVar[float | None] = ContextVar("call_timeout", default=None)
 _within: ContextVar[bool] = ContextVar("within", default=False)  # inside `concurrently`
@@ -183,44 +167,15 @@ def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
 @contextmanager
 def reading(timeout_seconds: float | None = None,
             memo: dict[Hashable, Any] | None = None) -> Iterator[None]:
-    """One read-only transaction per tool call, so its statements see one snapshot.
-
-    On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
-    off disk, no JIT (compiling costs more than these queries run) and, with `timeout_seconds`,
-    a statement_timeout. Peewee has no spelling for SET, hence the statements, PostgreSQL only.
-    SQLite gets the `matches` filters' REGEXP function (sqlite_regexp) and the time
-    limit as a progress handler that interrupts a statement once the deadline has passed.
-    A statement stopped by the limit raises QueryTimeoutError. What `memoized` computes lives
-    as long as the transaction, or as the call's whose `memo` a concurrent read shares.
-    """
+    """One read-only transaction per tool call (app.sql.read_transaction, with its time limit),
+    so its statements see one snapshot; a statement stopped by the limit raises
+    app.sql.QueryTimeoutError. What `memoized` computes lives as long as the transaction, or as the
+    call's whose `memo` a concurrent read shares."""
     memo_token, limit_token = (_call_memo.set({} if memo is None else memo),
                                _call_timeout.set(timeout_seconds))
     try:
-        with database.atomic():
-            if is_postgres():
-                database.execute_sql("SET TRANSACTION READ ONLY")
-                database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
-                database.execute_sql("SET LOCAL jit = off")
-                if timeout_seconds:
-                    milliseconds = max(1, int(timeout_seconds * 1000))
-                    database.execute_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-                yield
-                return
-            database.obj.register_function(sqlite_regexp, "regexp", 2, deterministic=True)
-            connection = database.connection()
-            if timeout_seconds:
-                deadline = monotonic() + timeout_seconds
-                connection.set_progress_handler(lambda: int(monotonic() > deadline),
-                                                SQLITE_PROGRESS_STEPS)
-            try:
-                yield
-            finally:
-                connection.set_progress_handler(None, 0)
-    except (OperationalError, sqlite3.OperationalError) as error:
-        # sqlite3's own error: a statement interrupted while its rows are read, not executed
-        if _is_timeout(error):
-            raise QueryTimeoutError(str(error)) from None
-        raise
+        with read_transaction(timeout_seconds):
+            yield
     finally:
         _call_memo.reset(memo_token)
         _call_timeout.reset(limit_token)
@@ -255,12 +210,7 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
 
 def can_run_concurrently() -> bool:
     """Whether `concurrently` would run its calls at once here."""
-    return is_postgres() and _call_memo.get() is not None and not _within.get()
-
-
-def _is_timeout(error: Exception) -> bool:
-    code = getattr(getattr(error, "orig", None), "pgcode", None)
-    return code == PG_QUERY_CANCELED or "interrupted" in str(error)
+    return reads_in_parallel() and _call_memo.get() is not None and not _within.get()
 
 
 def when(condition: Any, value: Any) -> Case:
@@ -271,8 +221,15 @@ def is_sampled(weight: Any) -> Case:
     return when(weight != 1, 1)
 
 
+def event_scope(site_id: int, period: Period) -> Expression:
+    """The events a read of `period` scans: the one place where the analytics render the event
+    table's site and period bound, so that a bound on what a read may see (such as the events
+    the rollups have merged) is added here once."""
+    return (Event.site_id == site_id) & period.covers(Event.occurred_at)
+
+
 def event_filter(site_id: int, period: Period, *types: str) -> Expression:
-    where = (Event.site_id == site_id) & period.covers(Event.occurred_at)
+    where = event_scope(site_id, period)
     if len(types) == 1:
         where &= Event.type == types[0]
     elif types:
@@ -285,8 +242,9 @@ def as_count(value: Any) -> int:
     return round(float(value or 0))
 
 
-def rate(part: float, whole: float) -> float | None:
-    return round(part / whole, 4) if whole else None
+def percent(part: float, whole: float) -> float | None:
+    """`part` as % of `whole`, 1 decimal: every rate of every tool; None without a whole."""
+    return round(part / whole * 100, 1) if whole else None
 
 
 def day_of(value: Any) -> str:
@@ -311,13 +269,6 @@ def event_rows(where: Expression, dim: str, key: Any, unit: Any, at: bool = Fals
                         Event.weight.alias("w"), Event.weight.alias("uw"),
                         is_sampled(Event.weight).alias("sampled"),
                         *([Event.occurred_at.alias("at")] if at else [])).where(where)
-
-
-def url_pages(source: Any, name: str) -> Any:
-    """CTE (url, page): the page path of each distinct `url` of `source`. Deriving it after the
-    GROUP BY runs the string functions once per URL instead of once per event."""
-    url = source.c.url
-    return Select([source], [url, url_path(url).alias("page")]).group_by(url).cte(name)
 
 
 @dataclass(frozen=True)

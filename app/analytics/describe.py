@@ -1,4 +1,4 @@
-"""describe_data: what an agent needs before it queries (DESIGN.md, `describe_data`).
+"""describe_data: what an agent needs before it queries (docs/AGENTS.md, `describe_data`).
 
 The vocabulary (metrics and dimensions with their one-line definitions, from
 app.analytics.vocabulary) and, for the site and period: events by type, goal names and custom
@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from peewee import CTE, SQL, Case, Select, fn
+from peewee import Select, fn
 
 from app.analytics import query, vocabulary
 from app.analytics.base import (
@@ -21,12 +21,12 @@ from app.analytics.base import (
     Period,
     as_count,
     concurrently,
+    event_scope,
     fetch,
     timestamp,
 )
 from app.analytics.period_rows import type_sums
-from app.db import is_postgres
-from app.sql import wide
+from app.sql import in_partial_indexes, object_keys, text_size, wide
 from models import Event, Site
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}
@@ -37,7 +37,7 @@ MAX_SEARCH = 200
 
 
 def _in_period(site: Site, period: Period) -> Any:
-    return (Event.site_id == site.id) & period.covers(Event.occurred_at)
+    return event_scope(site.id, period)
 
 
 def _named(site: Site, period: Period) -> list[dict[str, Any]]:
@@ -56,48 +56,30 @@ def _span(site: Site, period: Period) -> dict[str, Any]:
 
 
 def _carriers(site: Site, period: Period) -> Select:
-    """The period's goals and custom events with properties (SQLite: objects only), as (type,
-    name, weight, properties).
+    """The period's goals and custom events with properties, as (type, name, weight,
+    properties).
 
     On PostgreSQL, those whose properties are SHORT_PROPERTIES bytes or less as text come from
     event_named_properties (0013) without reading the table, the longer ones (normally none)
-    from event_named_long_properties and the table. The two conditions are spelled as the
-    indexes' are, or the planner would not use them: their properties read from the table
-    took 540-750 ms at 10 million events (30 days: 64,000 events), the key count from the
-    index 45-65 ms."""
+    from event_named_long_properties and the table (app.sql.in_partial_indexes). The two
+    conditions are spelled as the indexes' are, or the planner would not use them: their
+    properties read from the table took 540-750 ms at 10 million events (30 days: 64,000
+    events), the key count from the index 45-65 ms."""
     columns = (Event.type.alias("type"), Event.name.alias("name"),
                Event.weight.alias("weight"), Event.properties.alias("properties"))
     carrying = (_in_period(site, period) & Event.type.in_(tuple(NAMED_TYPES))
                 & Event.name.is_null(False))
-    if not is_postgres():
-        return Event.select(*columns).where(carrying
-                                            & (fn.json_type(Event.properties) == "object"))
-    size = fn.octet_length(Event.properties.cast("text"))
-    return (Event.select(*columns).where(carrying & (size <= SHORT_PROPERTIES))
-            + Event.select(*columns).where(carrying & (size > SHORT_PROPERTIES)))
-
-
-def _keyed(carriers: CTE) -> Select:
-    """A (key, type, name, weight) row per property key of each carrier whose properties are an
-    object: PostgreSQL's jsonb_object_keys, SQLite's json_each.
-
-    On PostgreSQL the set-returning function is in the select list, not in FROM, where it fills
-    a tuplestore per event: the key count took 41 rather than 64 ms for 64,000 events."""
-    c = carriers.c
-    if is_postgres():
-        keys = fn.jsonb_object_keys(Case(None, [
-            (fn.jsonb_typeof(c.properties) == "object", c.properties)]))
-        return Select([carriers], [keys.alias("key"), c.type, c.name, c.weight])
-    member = fn.json_each(c.properties).alias("member")
-    return Select([carriers, member], [SQL('"member"."key"').alias("key"), c.type, c.name,
-                                       c.weight])
+    size = text_size(Event.properties)
+    return in_partial_indexes(lambda part: Event.select(*columns).where(carrying & part),
+                              size <= SHORT_PROPERTIES, size > SHORT_PROPERTIES)
 
 
 def _property_keys(site: Site, period: Period) -> list[dict[str, Any]]:
     """(key, type, name, w) of every property key of the period's goals and custom events, `w`
     the weight of the (type, name) events carrying it."""
     carriers = _carriers(site, period).cte("carriers")
-    keyed = _keyed(carriers).alias("keyed")
+    c = carriers.c
+    keyed = object_keys(carriers, c.properties, [c.type, c.name, c.weight]).alias("keyed")
     k = keyed.c
     # A sum of PostgreSQL `real`s is a `real`, which stops counting at 2**24 (16.8 million).
     weight = fn.SUM(k.weight.cast("double precision")).alias("w")

@@ -8,7 +8,7 @@ from the vocabulary; values are always bound parameters, never SQL text.
 anchored regular expression in the common subset of Python's `re` and PostgreSQL's ARE
 (literals escaped, `[^/]*`, `.*`, a leading `(?i)`): PostgreSQL applies it with `~`, SQLite (no
 REGEXP of its own) with a Python function registered on its connections
-(base.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
+(app.sql.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
 condition per `*`.
 """
 import re
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from peewee import Case, ColumnBase, Expression, fn
+from peewee import Case, Expression, fn
 
 from app.analytics.base import ArgumentError, unknown
 from app.analytics.vocabulary import Dimension, Row, dimension
-from app.db import is_postgres
+from app.sql import position, starts_with
 
 OPS = ("is", "is_not", "contains", "contains_not", "matches", "matches_not")
 LOGIC = ("and", "or", "not")
@@ -146,16 +146,6 @@ def pattern_regex(pattern: str) -> str:
     return "^" + "".join(parts) + "$"
 
 
-def starts_with(column: Any, prefix: str) -> Expression:
-    """`column` starts with `prefix`, as a byte range an index can read and the planner
-    estimates from the column's statistics: PostgreSQL's text_pattern_ops operators (whatever
-    the database's collation), SQLite's binary order."""
-    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    if is_postgres():
-        return Expression(column, "~>=~", prefix) & Expression(column, "~<~", after)
-    return (column >= prefix) & (column < after)
-
-
 def pattern_condition(column: Any, pattern: str, case_sensitive: bool = True) -> Expression:
     """`column` matches the `matches` pattern: equality for a pattern without `*`, a prefix
     range for `literal**` (the common `/blog/**`: no regular expression run per row, 0.4 µs
@@ -171,14 +161,8 @@ def pattern_condition(column: Any, pattern: str, case_sensitive: bool = True) ->
 
 
 def regexp(column: Any, regex: str, case_sensitive: bool = True) -> Expression:
-    """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (base.reading registers it)."""
+    """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (app.sql registers it)."""
     return column.regexp(regex if case_sensitive else "(?i)" + regex)
-
-
-def _position(text: Any, needle: str) -> ColumnBase:
-    """1-based position of `needle` in `text`, 0 when absent: a substring test without LIKE
-    (whose `%` and `_` in the agent's value would need escaping)."""
-    return fn.strpos(text, needle) if is_postgres() else fn.instr(text, needle)
 
 
 def _holds(condition: Any) -> Expression:
@@ -194,7 +178,7 @@ def _positive(leaf: Leaf, value: Any) -> Any:
         if None in leaf.values:
             conditions.append(value.is_null())
     elif leaf.positive == "contains":
-        conditions = [_position(column, text) > 0 for text in texts]
+        conditions = [position(column, text) > 0 for text in texts]
     else:
         conditions = [pattern_condition(value, pattern, leaf.case_sensitive)
                       for pattern in leaf.values if pattern is not None]

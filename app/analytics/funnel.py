@@ -1,11 +1,11 @@
-"""Funnels: how many visits (or visitors) go through 2-8 ordered steps (DESIGN.md, `funnel`).
+"""Funnels: how many visits (or visitors) go through 2-8 ordered steps.
 
-Definitions (docs/AGENTS.md repeats them for agents):
+Definitions (docs/AGENTS.md, `funnel`, states them for agents):
 - A step is `{"page": path or pattern}` (page views whose path is that path, or matches the
   pattern: `*` any run of characters but `/`, `**` any run, the whole path), `{"goal": name}`
   (goal events of that name) or `{"event": name}` (custom events of that name), with an
   optional `label` (default `Visit /pricing`, `Goal Signup`, `Event Download`).
-- Unit `visit`: a session id with at least one page view in the period (DESIGN's visit); its
+- Unit `visit`: a session id with at least one page view in the period (a visit); its
   events of the period count. Unit `visitor`: an anonymous id; its events of the period count,
   in a visit or not (a goal a backend posted with the visitor's id and no session counts), but
   later steps only up to `window_hours` after its earliest step-1 event (inclusive).
@@ -25,7 +25,6 @@ One SQL statement, no recursion, no rows in Python: per step, its matching event
 index range of migration 0009b's indexes, read without touching the table on PostgreSQL), and a
 CTE of the units that reached it and when, from the step before's.
 """
-from datetime import timedelta
 from typing import Any
 
 from peewee import (
@@ -42,14 +41,15 @@ from app.analytics.base import (
     Period,
     as_count,
     closest,
+    event_scope,
     fetch,
     is_sampled,
+    percent,
     unknown,
 )
 from app.analytics.filters import Filters, pattern_condition
 from app.analytics.query import matching_sessions
-from app.db import is_postgres
-from app.sql import page_path, wide
+from app.sql import hours_after, wide
 from models import Event, Site
 
 STEP_KINDS = ("page", "goal", "event")
@@ -128,33 +128,14 @@ def validate(steps: Any, unit: Any = "visit",
     return [_checked_step(index, step) for index, step in enumerate(steps)]
 
 
-def _page_conditions(pattern: str) -> tuple[Expression, Expression]:
-    """Page views of `pattern`: (on rows with the `path` column, on older rows without it).
-
-    The first reads an index range of event_page_steps (migration 0009b, `text_pattern_ops`):
-    equality; a prefix range for `/prefix/**` (no regular expression to run per row); else
-    `query`'s `matches`, whose literal prefix PostgreSQL turns into the range. The second
-    derives the path from page_url (app.sql.page_path), so it reads the rows, but only old ones
-    (their path IS NULL)."""
-    return pattern_condition(Event.path, pattern), pattern_condition(page_path(Event), pattern)
-
-
-def _step_events(step: dict[str, str]) -> list[Expression]:
-    """Conditions whose events, together, are the step's matching events; each one index
-    range (event_page_steps, event_named_steps)."""
+def _step_events(step: dict[str, str]) -> Expression:
+    """The step's matching events, one index range (event_page_steps, event_named_steps):
+    for a page, equality, a prefix range for `/prefix/**` (no regular expression to run per
+    row), else `query`'s `matches`, whose literal prefix PostgreSQL turns into the range."""
     if "page" in step:
-        on_path, on_url = _page_conditions(step["page"])
-        is_view = Event.type == "pageview"
-        return [is_view & on_path, is_view & Event.path.is_null() & on_url]
+        return (Event.type == "pageview") & pattern_condition(Event.path, step["page"])
     kind = "goal" if "goal" in step else "event"
-    return [(Event.type == EVENT_TYPE[kind]) & (Event.name == step[kind])]
-
-
-def _window_end(start: Any, hours: int) -> Any:
-    if is_postgres():
-        return start + Value(timedelta(hours=hours))
-    # occurred_at is ISO text on SQLite; %f keeps the milliseconds.
-    return fn.strftime("%Y-%m-%d %H:%M:%f", start, f"+{hours} hours")
+    return (Event.type == EVENT_TYPE[kind]) & (Event.name == step[kind])
 
 
 def _reached(events: Any, before: CTE, step: int, windowed: bool) -> CTE:
@@ -172,28 +153,21 @@ def _reached(events: Any, before: CTE, step: int, windowed: bool) -> CTE:
 def _visits(site: Site, period: Period, units: Any) -> Select:
     """The session ids among `units` that have a page view in the period (visits)."""
     return (Event.select(Event.session_id)
-            .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
-                   & (Event.type == "pageview") & Event.session_id.in_(units)))
+            .where(event_scope(site.id, period) & (Event.type == "pageview")
+                   & Event.session_id.in_(units)))
 
 
 def _events(site: Site, period: Period, step: dict[str, str], index: int, unit: str,
             filters: Filters) -> Any:
-    """The period's events matching `step` (unit, at, w) as a subquery: a UNION ALL branch
-    per condition, so that each reads its own index range, and one subquery per step, which
-    the database inlines where it is read (no intermediate table). With filters, only the
-    events of the visits they select."""
+    """The period's events matching `step` (unit, at, w) as a subquery, which the database
+    inlines where it is read (no intermediate table). With filters, only the events of the
+    visits they select."""
     unit_column = Event.session_id if unit == "visit" else Event.anonymous_id
-    where = (Event.site_id == site.id) & period.covers(Event.occurred_at) \
-        & unit_column.is_null(False)
+    where = event_scope(site.id, period) & unit_column.is_null(False) & _step_events(step)
     if filters:
         where &= Event.session_id.in_(matching_sessions(site, period, filters))
-    branches = [Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
-                             Event.weight.alias("w")).where(where & condition)
-                for condition in _step_events(step)]
-    union = branches[0]
-    for branch in branches[1:]:
-        union += branch
-    return union.alias(f"events{index}")
+    return (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),
+                         Event.weight.alias("w")).where(where).alias(f"events{index}"))
 
 
 def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = "visit",
@@ -209,7 +183,7 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
     windowed = unit == "visitor"
     first_at = fn.MIN(m.at)
     first = (Select([events[0]], [m.unit, first_at.alias("at"),
-                                  (_window_end(first_at, window_hours) if windowed
+                                  (hours_after(first_at, window_hours) if windowed
                                    else Value(None)).alias("deadline"),
                                   fn.MAX(m.w).alias("w")])
              .group_by(m.unit))
@@ -235,17 +209,13 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
     }
 
 
-def _percent(part: int, whole: int) -> float | None:
-    return round(100 * part / whole, 1) if whole else None
-
-
 def _step_result(label: str, counts: list[int], index: int) -> dict[str, Any]:
     count = counts[index]
     before = counts[index - 1] if index else None
     return {
         "label": label, "count": count,
-        "conversion_rate": _percent(count, counts[0]),
-        "step_conversion_rate": None if before is None else _percent(count, before),
+        "conversion_rate": percent(count, counts[0]),
+        "step_conversion_rate": None if before is None else percent(count, before),
         "dropoff": None if before is None else before - count,
     }
 

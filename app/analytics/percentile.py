@@ -2,24 +2,18 @@
 ascending values.
 
 PostgreSQL has it as an ordered-set aggregate. SQLite has no ordered-set aggregates: there an
-aggregate of egis's own (`SqliteP75`, registered on the connection when a query uses it) does
-PostgreSQL's arithmetic in Python, so the query is the same on both. It replaced a ranking of
-every sample with ROW_NUMBER and COUNT windows: get_web_vitals on SQLite at 1 M events (29,400
-performance events in 30 days) went from 1.6-1.8 s to 0.40-0.45 s.
+aggregate of egis's own (`SqliteP75`, registered on the connection when a query uses it:
+app.sql.percentile_cont) does PostgreSQL's arithmetic in Python, so the query is the same on
+both. It replaced a ranking of every sample with ROW_NUMBER and COUNT windows: get_web_vitals
+on SQLite at 1 M events (29,400 performance events in 30 days) went from 1.6-1.8 s to
+0.40-0.45 s.
 """
 import math
 from typing import Any
 
-from peewee import (
-    SQL,
-    ColumnBase,
-    EnclosedNodeList,
-    NodeList,
-    fn,
-)
+from peewee import ColumnBase
 
-from app.db import is_postgres
-from models import database
+from app import sql
 
 P75 = 0.75
 SQLITE_AGGREGATE = "egis_p75"
@@ -56,9 +50,4 @@ def percentile_cont(value: Any, where: Any) -> ColumnBase:
     """p75 of `value` over the group's rows that match `where`."""
     # NULLs are ignored anyway; the filter spares the aggregate a call for each row without a
     # value, which is most rows when one event carries one metric of five.
-    if not is_postgres():
-        database.obj.register_aggregate(SqliteP75, SQLITE_AGGREGATE, 1)
-        return getattr(fn, SQLITE_AGGREGATE)(value).filter(where)
-    ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), value))])
-    only = EnclosedNodeList([NodeList((SQL("WHERE"), where))])
-    return NodeList((fn.percentile_cont(P75), SQL("WITHIN GROUP"), ordered, SQL("FILTER"), only))
+    return sql.percentile_cont(P75, value, where, (SQLITE_AGGREGATE, SqliteP75))

@@ -1,5 +1,5 @@
-"""The rows the `query` compiler reads for a period, exactly as DESIGN.md defines them, from
-the rollups (app.rollups) instead of the events where they can answer:
+"""The rows the `query` compiler reads for a period, as docs/AGENTS.md defines them, from the
+rollups (app.rollups) instead of the events where they can answer:
 
 - visits (models.Visit): one row per visit of the period (`visits_cte`);
 - visit pages (models.VisitPage): one row per (visit, page) of the period (`pages_cte`);
@@ -17,8 +17,9 @@ from typing import Any
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
 from app import event_slots, visit_pages, visits
-from app.analytics.base import Period, fetch, is_sampled, memoized, when
-from app.analytics.vocabulary import offset_changes, seconds_between
+from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized, when
+from app.analytics.local_time import offset_changes
+from app.analytics.vocabulary import visit_figures
 from app.sql import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
@@ -29,12 +30,7 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
     """A visits CTE's columns, from the visit table or rows derived like it (`source`): the
     session, visitor and weight `w`, and of `columns` the FIGURES and the table's own. Only
     those asked for: PostgreSQL computes every column of a UNION's branches, used or not."""
-    figures = {
-        # named as the event's time: time:* buckets a visit by its first event
-        "occurred_at": source.started_at,
-        "views": source.pageviews,
-        "bounced": Case(None, [((source.pageviews == 1) & (source.interactions == 0), 1)], 0),
-        "duration": seconds_between(source.started_at, source.ended_at)}
+    figures = visit_figures(source)  # occurred_at: named as the event's time
     return [source.session_id, source.visitor, wide(source.weight).alias("w"),
             *[(figures[column] if column in figures else getattr(source, column)).alias(column)
               for column in sorted(columns)]]
@@ -84,7 +80,7 @@ def _edges(site: Site, period: Period) -> Edges:
     windows = [*([Event.occurred_at <= max(early)] if early else []),
                *([Event.occurred_at >= min(late)] if late else [])]
     window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
-    events = ((Event.site_id == site.id) & period.covers(Event.occurred_at) & window
+    events = (event_scope(site.id, period) & window
               & Event.session_id.in_(sorted({session for session, *_ in crossing})))
     return Edges(tuple(fetch(visits.derived(events))), events)
 
@@ -120,15 +116,14 @@ EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pa
                 "interactions")
 
 
-PAGE_COLUMNS = ("page", "sid", "events", "stored", "pageviews", "views", "sampled", "visitor",
-                "w", "vid")
+PAGE_COLUMNS = ("page", "sid", "events", "pageviews", "views", "sampled", "visitor", "w", "vid")
 
 
 def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per (session, page) of the period's events, and
     one per page for the events without a session: PAGE_COLUMNS, the page as the `page`
-    column holds it (NO_PAGE for none), the events' sums (weighted; `stored` and `views`, the
-    page views, unweighted) and the session's visit: its visitor, its largest weight `w`,
+    column holds it (NO_PAGE for none), the events' sums (weighted; `views`, the page views,
+    unweighted) and the session's visit: its visitor, its largest weight `w`,
     and `vid`, the session id when the session is a visit of the period (has a page view in
     it), else NULL.
 
@@ -146,7 +141,7 @@ def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list
     i, p = irregular.c, VisitPage
     kept = i.session_id.is_null()
     inside = (p.select(p.page, p.session_id.alias("sid"), p.events_weight.alias("events"),
-                       p.events.alias("stored"), p.pageviews_weight.alias("pageviews"),
+                       p.pageviews_weight.alias("pageviews"),
                        p.pageviews.alias("views"), is_sampled(p.weight).alias("sampled"),
                        Case(None, [(kept, p.visitor)], i.visitor).alias("visitor"),
                        wide(Case(None, [(kept, p.weight)], i.weight)).alias("w"),
@@ -164,15 +159,13 @@ def pages_cte(site: Site, period: Period, name: str = "page_rows") -> tuple[list
     page = visit_pages.page_key(Event).alias("page")
     rows += (Event.select(page, Value(None).alias("sid"),
                           fn.SUM(wide(Event.weight)).alias("events"),
-                          fn.COUNT(Event.id).alias("stored"),
                           fn.SUM(when(Event.type == "pageview", wide(Event.weight)))
                           .alias("pageviews"),
                           fn.SUM(when(Event.type == "pageview", 1)).alias("views"),
                           fn.MAX(is_sampled(Event.weight)).alias("sampled"),
                           Value(None).alias("visitor"), Value(None).alias("w"),
                           Value(None).alias("vid"))
-             .where((Event.site_id == site.id) & period.covers(Event.occurred_at)
-                    & Event.session_id.is_null())
+             .where(event_scope(site.id, period) & Event.session_id.is_null())
              .group_by(SQL('"page"')))
     return ctes, rows.cte(name)
 
@@ -184,10 +177,10 @@ def _edge_pages(edge: Edges) -> list[list[Any]]:
     found = []
     for row in fetch(visit_pages.derived(edge.events)):
         visit = visit_of[row["session_id"]]
-        found.append([row["page"], row["session_id"], row["events_weight"], row["events"],
+        found.append([row["page"], row["session_id"], row["events_weight"],
                       row["pageviews_weight"], row["pageviews"], int(row["weight"] != 1),
-                      visit["visitor"],
-                      visit["weight"], row["session_id"] if visit["pageviews"] else None])
+                      visit["visitor"], visit["weight"],
+                      row["session_id"] if visit["pageviews"] else None])
     return found
 
 
@@ -217,7 +210,7 @@ def type_sums(site: Site, period: Period) -> tuple[dict[str, float], bool]:
     else:
         rows = (Event.select(Event.type.alias("type"), fn.SUM(wide(Event.weight)).alias("weight"),
                              fn.MAX(is_sampled(Event.weight)).alias("sampled"))
-                .where((Event.site_id == site.id) & period.covers(Event.occurred_at))
+                .where(event_scope(site.id, period))
                 .group_by(Event.type))
     found = fetch(rows)
     return ({row["type"]: float(row["weight"]) for row in found},

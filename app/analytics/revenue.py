@@ -1,4 +1,6 @@
-"""Revenue per currency from trusted server events, and its attribution to traffic sources."""
+"""Revenue per currency from trusted server events, and its attribution to the visit it came
+from: by that visit's `visit:source` and `visit:channel`, as `query` defines them (the visit
+table's entry columns, stored at ingest)."""
 from datetime import timedelta
 from typing import Any
 
@@ -9,14 +11,14 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, fetch, when
-from app.analytics.traffic import session_entries
+from app.analytics.base import Period, event_scope, fetch, when
 from app.revenue.money import MoneyError, to_major_units
-from models import Event, ServerEvent, Site
+from models import Event, ServerEvent, Site, Visit
 
 ATTRIBUTION_LOOKBACK_DAYS = 30
 UNATTRIBUTED = "(unattributed)"
-OTHER_SOURCES = "(other sources)"
+OTHERS = {"source": "(other sources)", "channel": "(other channels)"}
+ATTRIBUTED = ("net_minor", "net", "orders")  # of a money row, what a source is credited
 
 
 def _money(minor: int, currency: str) -> str | None:
@@ -38,6 +40,9 @@ def _payments(site_id: int, period: Period) -> Any:
             .cte("payments"))
 
 
+MONEY_SUMS = ("gross", "refunded", "net", "orders", "refunds")
+
+
 def _money_columns(amount: Any) -> list[Any]:
     return [fn.SUM(when(amount > 0, amount)).alias("gross"),
             fn.SUM(when(amount < 0, amount)).alias("refunded"),
@@ -55,67 +60,94 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
             "orders": int(row["orders"] or 0), "refund_count": int(row["refunds"] or 0)}
 
 
-def revenue_by_source(site: Site, period: Period) -> list[dict[str, Any]]:
-    """Revenue per (currency, traffic source) through the attribution join
-    (app/analytics/__init__.py, "Attribution")."""
+def _attributed(site: Site, period: Period) -> Any:
+    """CTEs ending with `chosen`: per payment (`payment`, its id) the visit it is credited to
+    (app/analytics/__init__.py, "Attribution"), with that visit's `source` and `channel`."""
     payments = _payments(site.id, period)
     p = payments.c
-    since = period.start - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS)
+    lookback = period.moved(period.first - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS),
+                            period.last)
+    since = lookback.start
     user_sessions = (Event.select(Event.user_id.alias("user_id"),
                                   Event.session_id.alias("session_id")).distinct()
-                     .where((Event.site_id == site.id) & (Event.occurred_at >= since)
-                            & (Event.occurred_at < period.end)
+                     .where(event_scope(site.id, lookback)
                             & Event.user_id.in_(Select([payments], [p.user_id]))
                             & Event.session_id.is_null(False))
                      .cte("user_sessions"))
     us = user_sessions.c
     linked = (Select([user_sessions], [us.session_id])
               | Select([payments], [p.session_id]).where(p.session_id.is_null(False)))
-    *entry_ctes, entries = session_entries(site, since, period.end, sessions=linked)
-    e = entries.c
-    source = fn.COALESCE(e.utm_source, e.referrer)
-    named = Select([payments.join(entries, on=(e.session_id == p.session_id))],
-                   [p.id.alias("payment"), source.alias("source"), e.started_at,
+    visits = (Visit.select(Visit.session_id.alias("session_id"),
+                           Visit.entry_at.alias("entry_at"), Visit.source.alias("source"),
+                           Visit.channel.alias("channel"))
+              .where((Visit.site_id == site.id) & (Visit.pageviews > 0)
+                     & (Visit.entry_at >= since) & (Visit.entry_at < period.end)
+                     & Visit.session_id.in_(linked))
+              .cte("linked_visits"))
+    v = visits.c
+    named = Select([payments.join(visits, on=(v.session_id == p.session_id))],
+                   [p.id.alias("payment"), v.source, v.channel, v.entry_at,
                     Value(0).alias("priority")])
     identified = Select(
         [payments.join(user_sessions, on=(us.user_id == p.user_id))
-         .join(entries, on=((e.session_id == us.session_id) & (e.started_at <= p.paid_at)))],
-        [p.id, source, e.started_at, Value(1)])
+         .join(visits, on=((v.session_id == us.session_id) & (v.entry_at <= p.paid_at)))],
+        [p.id, v.source, v.channel, v.entry_at, Value(1)])
     candidates = (named + identified).cte("candidates")
     c = candidates.c
     choice = fn.ROW_NUMBER().over(partition_by=[c.payment],
-                                  order_by=[c.priority, c.started_at.desc()])
-    chosen = Select([candidates], [c.payment, c.source, choice.alias("choice")]).cte("chosen")
-    r = chosen.c
-    query = (Select([payments.join(chosen, JOIN.LEFT_OUTER,
-                                   on=((r.payment == p.id) & (r.choice == 1)))],
-                    [p.currency, r.source, *_money_columns(p.amount)])
-             .group_by(p.currency, r.source)
-             .with_cte(payments, user_sessions, *entry_ctes, entries, candidates, chosen))
-    rows = [{"source": row["source"] or UNATTRIBUTED, "currency": row["currency"],
-             **_money_row(row)} for row in fetch(query)]
-    rows.sort(key=lambda row: (row["currency"], -row["net_minor"], row["source"]))
-    return rows
+                                  order_by=[c.priority, c.entry_at.desc()])
+    chosen = Select([candidates], [c.payment, c.source, c.channel,
+                                   choice.alias("choice")]).cte("chosen")
+    return payments, [payments, user_sessions, visits, candidates, chosen], chosen
+
+
+def credited(site: Site, period: Period) -> list[dict[str, Any]]:
+    """The period's money sums (`_money_columns`) per (currency, source, channel) of the visit
+    credited, in one statement; None for the payments no visit is credited with."""
+    payments, ctes, chosen = _attributed(site, period)
+    p, r = payments.c, chosen.c
+    return fetch(Select([payments.join(chosen, JOIN.LEFT_OUTER,
+                                       on=((r.payment == p.id) & (r.choice == 1)))],
+                        [p.currency, r.source, r.channel, *_money_columns(p.amount)])
+                 .group_by(p.currency, r.source, r.channel).with_cte(*ctes))
+
+
+def _summed(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The money sums of `rows` per value of `keys` (None as 0)."""
+    summed: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        at = tuple(row[key] for key in keys)
+        total = summed.setdefault(at, {**dict(zip(keys, at, strict=True)),
+                                       **dict.fromkeys(MONEY_SUMS, 0)})
+        for name in MONEY_SUMS:
+            total[name] += int(row[name] or 0)
+    return list(summed.values())
+
+
+def revenue_by(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Revenue per (currency, the credited visit's `key`: source or channel) of `credited`'s
+    rows; the payments no visit is credited with under UNATTRIBUTED."""
+    found = [{key: row[key] or UNATTRIBUTED, "currency": row["currency"],
+              **{name: money[name] for name in ATTRIBUTED}}
+             for row in _summed(rows, ("currency", key)) for money in [_money_row(row)]]
+    found.sort(key=lambda row: (row["currency"], -row["net_minor"], row[key]))
+    return found
 
 
 def revenue(site: Site, period: Period, limit: int) -> dict[str, Any]:
-    payments = _payments(site.id, period)
-    per_currency = fetch(Select([payments], [payments.c.currency,
-                                              *_money_columns(payments.c.amount)])
-                          .group_by(payments.c.currency).order_by(payments.c.currency)
-                          .with_cte(payments))
+    rows = credited(site, period)
+    per_currency = sorted(_summed(rows, ("currency",)), key=lambda row: row["currency"])
     return {
         "currencies": [{"currency": row["currency"], **_money_row(row)} for row in per_currency],
-        "by_source": _top_per_currency(revenue_by_source(site, period), limit),
+        **{f"by_{key}": _top_per_currency(revenue_by(rows, key), key, limit)
+           for key in ("source", "channel")},
         "estimated": False,
     }
 
 
-MONEY_COUNTS = ("gross_minor", "refunds_minor", "net_minor", "orders", "refund_count")
-
-
-def _top_per_currency(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """At most `limit` sources per currency; the rest summed as '(other sources)'."""
+def _top_per_currency(rows: list[dict[str, Any]], key: str,
+                      limit: int) -> list[dict[str, Any]]:
+    """At most `limit` values of `key` per currency; the rest summed under OTHERS[key]."""
     kept: list[dict[str, Any]] = []
     others: dict[str, dict[str, Any]] = {}
     listed: dict[str, int] = {}
@@ -125,13 +157,12 @@ def _top_per_currency(rows: list[dict[str, Any]], limit: int) -> list[dict[str, 
         if listed[currency] <= limit:
             kept.append(row)
             continue
-        other = others.setdefault(currency, {"source": OTHER_SOURCES, "currency": currency,
-                                             **dict.fromkeys(MONEY_COUNTS, 0)})
-        for name in MONEY_COUNTS:
-            other[name] += row[name]
+        other = others.setdefault(currency, {key: OTHERS[key], "currency": currency,
+                                             "net_minor": 0, "orders": 0})
+        other["net_minor"] += row["net_minor"]
+        other["orders"] += row["orders"]
     for other in others.values():
-        for name in ("gross", "refunds", "net"):
-            other[name] = _money(other[f"{name}_minor"], other["currency"])
+        other["net"] = _money(other["net_minor"], other["currency"])
         kept.append(other)
     kept.sort(key=lambda row: row["currency"])  # stable: each currency keeps its order
     return kept

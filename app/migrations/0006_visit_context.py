@@ -1,4 +1,4 @@
-"""Visit context on every event (DESIGN.md, "Visit context"): what egis derives from a browser
+"""Visit context on every event (docs/ARCHITECTURE.md, "Visits"): what egis derives from a browser
 request (country, device, browser, OS, language, screen class), the page's path and host, and,
 on page views, where the page view came from (source, channel, referrer without query, UTM).
 

@@ -1,4 +1,4 @@
-"""Storage-free tracking (DESIGN.md, "Storage-free tracking"): the random salt of each UTC day
+"""Storage-free tracking (docs/ARCHITECTURE.md, "Storage-free tracking"): the random salt of each UTC day
 under which visitors are hashed, and each derived visitor's current visit. Both are deleted 48
 hours after their day began (app.retention)."""
 from peewee import BigIntegerField, CharField, DateField, IntegerField, Model

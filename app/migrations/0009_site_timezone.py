@@ -1,4 +1,4 @@
-"""The site's time zone (DESIGN.md, "The agent read surface"): an IANA name, `UTC` for every
+"""The site's time zone (docs/AGENTS.md, "The tools"): an IANA name, `UTC` for every
 existing site, in which the agent tools count days and `time:*` buckets."""
 from peewee import CharField
 

@@ -1,10 +1,10 @@
 """Trusted server events: the only place money is recorded (POST /api/server/events).
 
-Rules (DESIGN.md): money is stored as integer minor units of an active ISO 4217 currency,
-converted with the currency's own exponent from the Decimal of the JSON text, never a float;
-negative amounts are refunds. An `orderId` is stored at most once per site, also when copies
-race: the insert itself decides (ON CONFLICT DO NOTHING on PostgreSQL, the unique index inside a
-savepoint on SQLite) and a repeat answers with the first copy's id. Server events are never
+Rules (docs/API.md, "POST /api/server/events"): money is stored as integer minor units of an active
+ISO 4217 currency, converted with the currency's own exponent from the Decimal of the JSON text,
+never a float; negative amounts are refunds. An `orderId` is stored at most once per site, also when
+copies race: the insert itself decides (ON CONFLICT DO NOTHING on PostgreSQL, the unique index
+inside a savepoint on SQLite) and a repeat answers with the first copy's id. Server events are never
 sampled and do not count against the monthly quota: revenue is never dropped.
 """
 import uuid

@@ -1,5 +1,5 @@
-"""Storage-free tracking: visitor and visit ids derived on the server (DESIGN.md, "Storage-free
-tracking").
+"""Storage-free tracking: visitor and visit ids derived on the server (docs/ARCHITECTURE.md,
+"Storage-free tracking").
 
 A batch (or goal) whose anonymous id or session id is "-" carries no id of its own: the
 tracker kept nothing on the device. The visitor is then a keyed hash (BLAKE2b) of the site, the

@@ -1,10 +1,10 @@
 """The tracking ingest domain: from a validated batch or goal to stored events.
 
-Rules (DESIGN.md, "The ingest contract"): plan gates, money stripped from properties, personal
-data filtered from form submissions, event time corrected for client clock skew, whole sessions
-sampled once a site is over its monthly quota, and a batch id stored at most once per site.
-Each event also gets its visit context (app.visit): the request's, derived by the caller, and
-its own page's path and host and, for a page view, its acquisition values.
+Rules (docs/ARCHITECTURE.md, "The ingest contract"): plan gates, money stripped from properties,
+personal data filtered from form submissions, event time corrected for client clock skew, whole
+sessions sampled once a site is over its monthly quota, and a batch id stored at most once per site.
+Each event also gets its visit context (app.visit): the request's, derived by the caller, and its
+own page's path and host and, for a page view, its acquisition values.
 """
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta

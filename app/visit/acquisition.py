@@ -32,7 +32,7 @@ Page views also get the acquisition values below; a visit's are those of its fir
       as `banner`).
   Mediums and e-mail words are compared lower case, without surrounding spaces. The order
   follows GA4's default channel group (paid before organic, e-mail before the referrer's kind),
-  folded into DESIGN.md's nine channels.
+  folded into the nine channels of visit:channel (app.analytics.vocabulary).
 """
 from dataclasses import dataclass
 from functools import lru_cache

@@ -24,7 +24,7 @@ MAX_ADDRESS = 45  # the longest IPv6 address text; anything longer is no address
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    """The per-request visit columns of DESIGN.md's "Visit context" (None: unknown)."""
+    """The per-request visit columns (docs/ARCHITECTURE.md, "Visits"; None: unknown)."""
 
     country: str | None = None
     device: str | None = None

@@ -22,10 +22,8 @@ from tests.analytics.test_analytics import DOMAIN, PERIOD, Expected, build_datas
 pytestmark = pytest.mark.slow
 
 TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "count_events": {"type": "goal"}, "get_overview": {}, "get_top_pages": {"limit": 5},
-    "get_top_sources": {"limit": 5}, "get_goal_conversions": {}, "get_revenue": {"limit": 100},
-    "get_web_vitals": {"limit": 3}, "get_errors": {}, "get_crawler_activity": {},
-    "get_ingest_health": {},
+    "get_overview": {}, "get_revenue": {"limit": 100}, "get_web_vitals": {"limit": 3},
+    "get_errors": {}, "get_crawler_activity": {}, "get_ingest_health": {},
 }
 
 
@@ -33,11 +31,7 @@ def wanted(expected: Expected, name: str) -> dict[str, Any]:
     arguments = TOOL_ARGUMENTS[name]
     limit = arguments.get("limit", 10)
     return {
-        "count_events": lambda: expected.count_events(limit, "goal"),
         "get_overview": expected.overview,
-        "get_top_pages": lambda: expected.top_pages(limit),
-        "get_top_sources": lambda: expected.top_sources(limit),
-        "get_goal_conversions": lambda: expected.goal_conversions(limit),
         "get_revenue": lambda: expected.revenue(limit),
         "get_web_vitals": lambda: expected.web_vitals(limit),
         "get_errors": lambda: expected.errors(limit),
@@ -90,6 +84,9 @@ async def tool_failures(session: ClientSession) -> None:
     with pytest.raises(MCPError) as raised:
         await session.call_tool("get_everything", {})
     assert raised.value.error.code == INVALID_PARAMS
+    retired = await session.call_tool("get_top_pages", {"limit": 5})
+    assert retired.is_error is True
+    assert "Call the query tool with these arguments instead" in retired.content[0].text
 
 
 def test_handshake_era(server):

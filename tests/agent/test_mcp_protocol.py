@@ -15,8 +15,7 @@ from app import keys
 from models import IngestTally, database
 from models.api_key import SERVER
 
-TOOL_NAMES = ["count_events", "get_overview", "get_top_pages", "get_top_sources",
-              "get_goal_conversions", "get_revenue", "get_web_vitals", "get_errors",
+TOOL_NAMES = ["get_overview", "get_revenue", "get_web_vitals", "get_errors",
               "get_crawler_activity", "get_ingest_health"]
 # The read surface's tools come first (tests/agent/test_read_tools.py covers them).
 LISTED = ["describe_data", "query", "funnel", *TOOL_NAMES]
@@ -143,7 +142,7 @@ def test_tools_list(post):
     for name in TOOL_NAMES:
         if name not in ("get_overview", "get_ingest_health"):
             assert listing[name]["inputSchema"]["properties"]["limit"]["maximum"] == 100
-    assert set(listing["count_events"]["inputSchema"]["properties"]) >= {"type", "name"}
+    assert "category" in listing["get_crawler_activity"]["inputSchema"]["properties"]
 
 
 # --- tools/call ---------------------------------------------------------------------------
@@ -176,7 +175,7 @@ NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is requi
 @pytest.mark.parametrize("limit", [100.0, 1e2, 1.0])
 def test_limit_is_any_whole_number(post, app, std_site, limit):
     """JSON Schema's integer, as tools/list gives it: 100.0 is 100."""
-    result = result_of(post(call("get_top_pages", {"limit": limit})))
+    result = result_of(post(call("get_errors", {"limit": limit})))
     assert result["isError"] is False, result
 
 
@@ -192,17 +191,17 @@ def test_limit_is_any_whole_number(post, app, std_site, limit):
     ({"limit": 5.5}, f"limit: {NOT_AN_INTEGER}"),
     ({"limit": 100.5}, f"limit: {NOT_AN_INTEGER}"),
     ({"limit": 101.0}, "limit: Must be greater than or equal to 1 and less than or equal to 100"),
-    ({"type": "pageviews"}, "type: Must be one of"),
+    ({"category": "bots"}, "category: Must be one of"),
     ({"from": 20260301}, "from: Not a valid date."),
 ], ids=["bad-date", "from-after-to", "too-long", "unknown", "limit-0", "limit-101",
-        "limit-string", "limit-bool", "limit-5.5", "limit-100.5", "limit-101.0", "bad-type",
+        "limit-string", "limit-bool", "limit-5.5", "limit-100.5", "limit-101.0", "bad-category",
         "date-number"])
 def test_bad_arguments_are_tool_errors_the_model_can_read(post, arguments, says):
-    result = result_of(post(call("count_events", arguments)))
+    result = result_of(post(call("get_crawler_activity", arguments)))
     assert result["isError"] is True
     assert "structuredContent" not in result
     [text] = result["content"]
-    assert text["text"].startswith("Invalid arguments for count_events: ")
+    assert text["text"].startswith("Invalid arguments for get_crawler_activity: ")
     assert says in text["text"]
 
 

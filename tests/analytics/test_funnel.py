@@ -19,13 +19,13 @@ DOMAIN = "https://std.example"
 
 def row(site: Site, session: str | None, visitor: str | None, kind: str, at: datetime,
         path: str | None = None, name: str | None = None, weight: float = 1.0,
-        properties: Any = None, stored_path: bool = True,
-        country: str | None = None) -> dict[str, Any]:
-    """One event with every column insert_many needs. `stored_path=False` leaves the `path`
-    column empty, as on rows stored before it existed (the page is then read from the URL)."""
+        properties: Any = None, country: str | None = None) -> dict[str, Any]:
+    """One event with every column insert_many needs; `path` may carry a query string or a
+    fragment, which the `path` column holds without, as ingest stores it."""
     url = f"{DOMAIN}{path}" if path else f"{DOMAIN}/"
+    stored = (path or "/").partition("?")[0].partition("#")[0]
     return {"site_id": site.id, "session_id": session, "anonymous_id": visitor, "type": kind,
-            "name": name, "page_url": url, "path": (path or "/") if stored_path else None,
+            "name": name, "page_url": url, "path": stored,
             "properties": properties, "occurred_at": at, "received_at": at, "weight": weight,
             "country": country}
 
@@ -86,9 +86,9 @@ def test_visits_through_page_pattern_goal_and_event_steps(site):
         row(site, "s4", "v4", "pageview", minutes(5), "/docs/intro"),
         row(site, "s4", "v4", "goal", minutes(6), name="Signup"),
         row(site, "s4", "v4", "goal", minutes(7), name="Download"),
-        # s5: an old row without the path column (read from its URL, query string dropped); its
-        # "Signup" is a custom event, not a goal -> step 2.
-        row(site, "s5", "v5", "pageview", minutes(0), "/pricing?plan=pro", stored_path=False),
+        # s5: a page view with a query string (its path: /pricing); its "Signup" is a custom
+        # event, not a goal -> step 2.
+        row(site, "s5", "v5", "pageview", minutes(0), "/pricing?plan=pro"),
         row(site, "s5", "v5", "pageview", minutes(1), "/docs/x"),
         row(site, "s5", "v5", "custom", minutes(2), name="Signup"),
         # s6: never on /pricing -> nowhere.
@@ -251,9 +251,9 @@ def test_pattern_is_the_whole_path_and_literal_otherwise(site):
         row(site, "s3", "v3", "pageview", minutes(0), "/x/a.b"),
         row(site, "s4", "v4", "pageview", minutes(0), "/a.b/"),  # the whole path must match
         row(site, "s5", "v5", "pageview", minutes(0), "/c.b"),
-        # Old rows without the path column: their path is read from the URL.
-        row(site, "s6", "v6", "pageview", minutes(0), "/d.b?q=1", stored_path=False),
-        row(site, "s7", "v7", "pageview", minutes(0), "/x/y#top", stored_path=False),
+        # A query string and a fragment are no part of the path.
+        row(site, "s6", "v6", "pageview", minutes(0), "/d.b?q=1"),
+        row(site, "s7", "v7", "pageview", minutes(0), "/x/y#top"),
         row(site, "s8", "v8", "pageview", minutes(0), "/\U0001F600/a"),
     ])
     # `/a.b` is s1 only; `/*.b` is s1, s5, s6 (not s3: `*` stops at `/`); `/**.b` also s3;

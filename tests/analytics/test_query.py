@@ -16,7 +16,7 @@ DST change (29 March, 02:00 CET -> 03:00 CEST): it runs from 2026-03-27 23:00 UT
   S5 D w1  29th 00:30 pv / (01:30 CET), 01:30 pv /pricing (03:30 CEST), 01:31 custom
            Download {plan: free} (Bing, DE, Desktop, Chrome, utm spring)   3660 s
   no session, visitor A: 29th 15:00 goal Signup (a backend's; no page)
-  S7 E w1  28th 09:00 heartbeat only (page_url ...?x=1, no stored path): not a visit
+  S7 E w1  28th 09:00 heartbeat only (page_url ...?x=1, path / as ingest stores it): no visit
   S6 B     29th 22:00 pv (00:00 on the 30th: after the period)
   S8 A w1  26th 10:00 pv /pricing (Google, DE): the previous period (26-27 March)
   another site's page view inside the period.
@@ -97,7 +97,7 @@ def dataset(site_id: int, other_id: int) -> list[dict[str, Any]]:
         ev(site_id, "s5", "D", "custom", d(2026, 3, 29, 1, 31), "/pricing", name="Download",
            properties={"plan": "free"}),
         ev(site_id, None, "A", "goal", d(2026, 3, 29, 15, 0), name="Signup"),
-        ev(site_id, "s7", "E", "heartbeat", d(2026, 3, 28, 9, 0),
+        ev(site_id, "s7", "E", "heartbeat", d(2026, 3, 28, 9, 0), "/",
            url="https://q.example/?x=1"),
         ev(site_id, "s6", "B", "pageview", d(2026, 3, 29, 22, 0), "/", context=S3),
         ev(site_id, "s8", "A", "pageview", d(2026, 3, 26, 10, 0), "/pricing", context=S1),
@@ -205,7 +205,7 @@ def test_event_page_splits_events_and_counts_visits_with_one(query):
     assert rows(result) == [
         # /pricing: S1 pv, goal, custom; S3 pv, scroll (w2); S4 pv, goal; S5 pv, custom
         ("/pricing", 5, 5, 5, 11),
-        # /: S1 pv, S5 pv, S7's heartbeat (path from its page_url; S7 is no visit)
+        # /: S1 pv, S5 pv, S7's heartbeat (S7 is no visit)
         ("/", 2, 2, 2, 3),
         ("/docs/start", 2, 2, 2, 4),  # S3's page view and click, w2
         ("/blog/hello", 1, 1, 1, 1),
@@ -256,7 +256,7 @@ def test_time_buckets_are_local_across_dst(query):
     ([["matches", "event:page", ["/docs/**"]]], 2, 2),  # a prefix: S3's page view and click
     ([["matches", "event:page", ["/pricing"]]], 5, 5),  # no `*`: the page itself
     ([["matches", "event:page", ["/PRICING"], {"case_sensitive": False}]], 5, 5),
-    ([["matches_not", "event:page", ["/blog/**"]]], 5, 9),  # all but S2's; S7 has no page
+    ([["matches_not", "event:page", ["/blog/**"]]], 5, 9),  # all but S2's; S7 is no visit
     ([["is", "visit:browser", ["chrome"]]], 0, 0),  # case-sensitive by default
     ([["is", "visit:browser", ["chrome"], {"case_sensitive": False}]], 3, 5),  # S1 S4 S5
     ([["contains", "visit:source", ["GOO"], {"case_sensitive": False}]], 3, 6),  # S1, S3

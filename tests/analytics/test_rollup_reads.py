@@ -1,6 +1,6 @@
 """The `query` tool's answers from the rollups (app.analytics.period_rows): the
 visit pages for event:page, the quarter-hour counts for event sums by time and type. Every
-figure is worked out by hand from the definitions (DESIGN.md), so an answer read from a rollup
+figure is worked out by hand from the definitions (docs/AGENTS.md), so an answer read from a rollup
 is the answer the events give, at the period's edges too.
 
 The site is in UTC; the period is 11 April 2026 (00:00 to 24:00).

@@ -77,20 +77,21 @@ def test_bad_periods_and_comparisons_are_one_sentence():
     assert (year.first, year.last) == (date(2023, 2, 28), date(2023, 2, 28))
 
 
-def _count(app, keys: Any, **arguments: Any) -> dict[str, Any]:
+def _call(app, keys: Any, name: str, **arguments: Any) -> dict[str, Any]:
     response = app.test_client().post("/api/mcp", headers=keys.server_headers(), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "count_events", "arguments": arguments}})
+        "params": {"name": name, "arguments": arguments}})
     result = response.get_json()["result"]
     assert result["isError"] is False, result
     return result
 
 
-def test_the_kept_tools_count_local_days(app, make_site):
+def test_the_tools_count_local_days(app, make_site):
     berlin = make_site("berlin.example", "standard")
     with app.app_context(), database.connection_context():
         Site.update(timezone="Europe/Berlin").where(Site.id == berlin.site.id).execute()
-        Event.insert_many([_event(berlin.site.id, "s", "v", "pageview", at) for at in (
+        Event.insert_many([_event(berlin.site.id, "s", "v", "pageview", at,
+                                  domain="berlin.example") for at in (
             datetime(2026, 3, 28, 22, 59),  # 23:59 on the 28th in Berlin: outside
             datetime(2026, 3, 28, 23, 0),  # 00:00 on the 29th: inside
             datetime(2026, 3, 29, 21, 59),  # 23:59 CEST on the 29th: inside
@@ -98,10 +99,13 @@ def test_the_kept_tools_count_local_days(app, make_site):
             datetime(2026, 3, 29, 22, 0),  # 00:00 on the 30th: the next day
         )]).execute()
         rollups.rebuild()  # the rows ingest keeps: these events are inserted past ingest
-    result = _count(app, berlin, **{"from": "2026-03-29", "to": "2026-03-30"})
-    structured = result["structuredContent"]
+    period = {"from": "2026-03-29", "to": "2026-03-30"}
+    overview = _call(app, berlin, "get_overview", **period)
+    structured = overview["structuredContent"]
     assert structured["timezone"] == "Europe/Berlin"
-    assert structured["count"] == 4
-    assert structured["by_day"] == [{"date": "2026-03-29", "count": 3},
-                                    {"date": "2026-03-30", "count": 1}]
-    assert "(Europe/Berlin)" in result["content"][0]["text"]
+    assert structured["pageviews"] == 4
+    assert "(Europe/Berlin)" in overview["content"][0]["text"]
+    by_day = _call(app, berlin, "query", metrics=["pageviews"], dimensions=["time:day"],
+                   **period)["structuredContent"]
+    assert [(row["dimensions"], row["metrics"]) for row in by_day["results"]] == [
+        (["2026-03-29"], [3]), (["2026-03-30"], [1])]

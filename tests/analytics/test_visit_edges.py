@@ -1,10 +1,10 @@
 """Visits that cross a period's first or last instant, through the `query` and `funnel` tools.
 
-DESIGN.md: "A visit is a session id with at least one pageview in the period; its visit:*
-values are those of its first pageview in the period." So a visit that crosses an edge is
-clipped to the period: its page views, bounce, duration, entry and exit page and entry
-source/country are those of its events in the period; time:* buckets it by its first event in
-the period. Every figure below is worked out by hand.
+A visit is a session id with at least one page view in the period, and its visit:* values are those
+of its first page view in the period (docs/ARCHITECTURE.md, "Visits"). So a visit that crosses an
+edge is clipped to the period: its page views, bounce, duration, entry and exit page and entry
+source/country are those of its events in the period; time:* buckets it by its first event in the
+period. Every figure below is worked out by hand.
 
 The site is in Europe/Berlin, in April 2026 on CEST (UTC+2): a local day D runs from
 D-1 22:00 UTC to D 22:00 UTC. Times are local; (UTC) is what occurred_at holds.

@@ -1,4 +1,4 @@
-"""The security promises (README, DESIGN.md), one test each, against the deployed server
+"""The security promises (README, docs/ARCHITECTURE.md), one test each, against the deployed server
 (gunicorn with deploy/gunicorn.conf.py, or granian with deploy/granian_server.py under
 EGIS_TEST_WSGI=granian) behind a trusted proxy hop (EGIS_TRUSTED_PROXIES=1), on the test
 database, talking from 127.0.0.2 so that the peer address can be looked for too.

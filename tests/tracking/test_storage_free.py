@@ -1,6 +1,7 @@
-"""Storage-free tracking, the server side (DESIGN.md, "Storage-free tracking"): batches and goals
-with "-" ids get a visitor hashed from the site, User-Agent and network under a daily salt, and
-visits split after 30 minutes without an event. On both databases, over HTTP (Flask's client).
+"""Storage-free tracking, the server side (docs/ARCHITECTURE.md, "Storage-free tracking"): batches
+and goals with "-" ids get a visitor hashed from the site, User-Agent and network under a daily
+salt, and visits split after 30 minutes without an event. On both databases, over HTTP (Flask's
+client).
 """
 import logging
 import re
@@ -11,8 +12,8 @@ import pytest
 
 from app import retention
 from app.analytics.base import Period
-from app.analytics.revenue import revenue_by_source
-from app.analytics.traffic import overview
+from app.analytics.overview import overview
+from app.analytics.revenue import credited, revenue_by
 from app.tracking import anonymous
 from models import Event, Site, VisitorSalt, VisitorState
 from models.site import utcnow
@@ -315,7 +316,7 @@ def test_the_overview_counts_derived_visitors_and_visits(client, app, std_site):
     today = utcnow().date()
     with db(app):
         counts = overview(std_site.site, Period(today - timedelta(days=1), today))
-    assert (counts["visitors"], counts["sessions"], counts["pageviews"]) == (2, 3, 4)
+    assert (counts["visitors"], counts["visits"], counts["pageviews"]) == (2, 3, 4)
 
 
 def test_revenue_joins_a_derived_visit_through_identify(client, app, std_site):
@@ -328,7 +329,7 @@ def test_revenue_joins_a_derived_visit_through_identify(client, app, std_site):
     today = utcnow().date()
     with db(app):
         site = Site.get_by_id(std_site.site.id)
-        (row,) = revenue_by_source(site, Period(today - timedelta(days=1), today))
+        (row,) = revenue_by(credited(site, Period(today - timedelta(days=1), today)), "source")
     assert (row["source"], row["currency"], row["net_minor"]) == ("news.example", "EUR", 1999)
 
 

@@ -1,4 +1,4 @@
-"""GET /api/validate: the shape of DESIGN.md, and the quota it reports."""
+"""GET /api/validate: the shape docs/API.md gives, and the quota it reports."""
 import types
 from datetime import UTC, datetime
 

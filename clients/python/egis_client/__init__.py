@@ -5,7 +5,7 @@
                     server_key="egiss_...")
     client.goal("signup", anonymous_id=anonymous_id)
 
-See README.md beside this package and DESIGN.md, "Backend client (Python)".
+See README.md beside this package.
 """
 from egis_client.client import Client
 from egis_client.middleware import CrawlerReporter

@@ -1,4 +1,4 @@
-"""`Client`: what a backend calls (DESIGN.md, "Backend client (Python)").
+"""`Client`: what a backend calls (clients/python/README.md).
 
 Every call but `validate` checks its arguments, queues and returns at once; the sender
 (egis_client.sender) delivers in the background, exactly once.

@@ -2,7 +2,7 @@
 
 Each builder returns the body as JSON text, serialized once, so that a retry sends the same
 thing and a value that JSON cannot hold fails at the call. The limits are egis's (spec.md,
-"Limits"; DESIGN.md, "The ingest contract").
+"Limits"; docs/ARCHITECTURE.md, "The ingest contract").
 """
 from __future__ import annotations
 
