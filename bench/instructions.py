@@ -107,13 +107,16 @@ def serve_requests(load: str, key: str, count: int) -> float:
 
 def rollup_merge(app: Any) -> Callable[[], None]:
     """What merges the stored batches into the rollups, counted with the requests: a tree that
-    merges after ingest (app.rollups.merge; its timer held off by EGIS_ROLLUP_MERGE_SECONDS,
+    merges after ingest (app.rollups.merging.merge; its timer held off by EGIS_ROLLUP_MERGE_SECONDS,
     set by `serve_requests`' caller) merges them all at once, as a busy worker's timer does;
     for a tree that merged in each request's statement, nothing."""
-    try:
-        rollups = importlib.import_module("app.rollups")
-    except ModuleNotFoundError:  # a tree from before the rollups
-        return lambda: None
+    rollups = None
+    for module in ("app.rollups.merging", "app.rollups"):  # this tree's place, an older one's
+        try:
+            rollups = importlib.import_module(module)
+        except ModuleNotFoundError:  # a tree from before the rollups
+            continue
+        break
     if not hasattr(rollups, "merge"):
         return lambda: None
     from models import database

@@ -14,9 +14,9 @@ identified users; returning visitors; the last two days sampled at weight 2), wi
 context columns filled as DESIGN.md's contract says, plus server events, crawl hits, ingest
 tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY,
 SQLite rows through executemany in transactions of 100,000; then the rows ingest keeps (visits,
-visit pages, quarter hours) are derived from them (app.rollups.rebuild, as migration 0011
-does), in time order as ingest writes them, timed. --timezone sets
-the site's time zone when the schema has one (migration 0009).
+visit pages, quarter hours) are derived from them (app.rollups.merging.rebuild), in time order
+as ingest writes them, timed. --timezone sets the site's time zone when the schema has one
+(migration 0009).
 Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
 arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
 and the median of the others, in milliseconds (on a shared machine the fastest is the closest to
@@ -270,10 +270,10 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def derive_rollups(app: Any) -> None:
-    """The rows ingest keeps of the seeded events (what migration 0011 does for events stored
-    before it), timed: ingest keeps them up to date, COPY does not."""
-    from app import rollups
+    """The rollups of the seeded events, derived at once (the merge after ingest keeps them up
+    to date; COPY does not go through it), timed."""
     from app.db import is_postgres, release_connections
+    from app.rollups import merging
     from models import database
 
     started = time.perf_counter()
@@ -281,7 +281,7 @@ def derive_rollups(app: Any) -> None:
         with database.atomic():
             if is_postgres():
                 database.execute_sql("SET LOCAL statement_timeout = 0")
-            count = rollups.rebuild()
+            count = merging.rebuild()
         for table in ("visit", "visit_page", "event_slot"):
             database.execute_sql(f"ANALYZE {table}")
     release_connections()

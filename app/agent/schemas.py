@@ -76,6 +76,8 @@ class Result(Schema):
     estimated = fields.Boolean(required=True, metadata={
         "description": "True when sampled data is behind the figures: they are scaled by the "
                        "stored sampling weights and are estimates."})
+    warnings = fields.List(fields.String(), metadata={
+        "description": "What the figures may lack, e.g. events of the last seconds."})
 
 
 class DayCount(Schema):

@@ -6,7 +6,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 
 from app.agent.protocol import McpServer, Tool, ToolError, ToolOutput
-from app.agent.read_tools import READ_TOOLS, reading_or_tool_error
+from app.agent.read_tools import READ_TOOLS, answer_or_tool_error, tool_output
 from app.agent.schemas import (
     CountArgs,
     CountResult,
@@ -64,13 +64,12 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
         try:
             period = base.resolve_period(site.timezone, loaded.pop("from_", None),
                                          loaded.pop("to", None), loaded.pop("period", None))
-            with reading_or_tool_error():
-                found = run(site, period, loaded)
+            found = answer_or_tool_error(lambda: run(site, period, loaded))
         except base.ArgumentError as error:
             raise ToolError(f"Invalid arguments for {name}: {error}") from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
                       "to": period.last.isoformat(), **zone_of(period), **found}
-        return ToolOutput(structured, render(structured))
+        return tool_output(structured, render)
 
     return Tool(name, title, description, json_schema_of(args), json_schema_of(result), handler)
 

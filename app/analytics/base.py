@@ -24,6 +24,7 @@ from peewee import (
 )
 
 from app.db import is_postgres
+from app.rollups.mark import counting_merged
 from app.sql import bytewise, url_path
 from models import Event, database
 
@@ -181,9 +182,11 @@ def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def reading(timeout_seconds: float | None = None,
-            memo: dict[Hashable, Any] | None = None) -> Iterator[None]:
-    """One read-only transaction per tool call, so its statements see one snapshot.
+def reading(timeout_seconds: float | None = None, memo: dict[Hashable, Any] | None = None,
+            snapshot: str | None = None) -> Iterator[None]:
+    """One read-only transaction per tool call, so its statements see one snapshot (PostgreSQL:
+    REPEATABLE READ; `snapshot`, another transaction's, exported, for `concurrently`), in which
+    the event scans stop at the rollups' mark (app.rollups.mark.counting_merged).
 
     On PostgreSQL the transaction also gets enough memory for a million-row hash or sort to stay
     off disk, no JIT (compiling costs more than these queries run) and, with `timeout_seconds`,
@@ -198,13 +201,16 @@ def reading(timeout_seconds: float | None = None,
     try:
         with database.atomic():
             if is_postgres():
-                database.execute_sql("SET TRANSACTION READ ONLY")
+                database.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if snapshot is not None:
+                    database.execute_sql("SET TRANSACTION SNAPSHOT %s", (snapshot,))
                 database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
                 database.execute_sql("SET LOCAL jit = off")
                 if timeout_seconds:
                     milliseconds = max(1, int(timeout_seconds * 1000))
                     database.execute_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-                yield
+                with counting_merged():
+                    yield
                 return
             database.obj.register_function(sqlite_regexp, "regexp", 2, deterministic=True)
             connection = database.connection()
@@ -213,7 +219,8 @@ def reading(timeout_seconds: float | None = None,
                 connection.set_progress_handler(lambda: int(monotonic() > deadline),
                                                 SQLITE_PROGRESS_STEPS)
             try:
-                yield
+                with counting_merged():
+                    yield
             finally:
                 connection.set_progress_handler(None, 0)
     except (OperationalError, sqlite3.OperationalError) as error:
@@ -238,9 +245,11 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     if len(calls) < 2 or not can_run_concurrently():
         return [call() for call in calls]
     timeout, memo = _call_timeout.get(), _call_memo.get()
+    snapshot = memoized("snapshot", lambda: database.execute_sql(
+        "SELECT pg_export_snapshot()").fetchone()[0])  # this call's: same events, same rollups
 
     def beside(call: Callable[[], Any]) -> Any:
-        with database.connection_context(), reading(timeout, memo):
+        with database.connection_context(), reading(timeout, memo, snapshot):
             return call()
 
     within = _within.set(True)

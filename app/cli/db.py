@@ -1,5 +1,5 @@
-"""`flask db upgrade`, `flask db partitions`: the schema (app/migrations) and the event table's
-monthly partitions (app/partitions.py)."""
+"""`flask db upgrade`, `flask db partitions`: the schema (app/migrations), the event table's
+monthly partitions (app/partitions.py), and the rollups of the events stored (app.rollups)."""
 import os
 
 import click
@@ -9,6 +9,7 @@ from playhouse.migrations import Runner
 from app import partitions
 from app.cli.common import connected
 from app.db import is_postgres
+from app.rollups.merging import merge
 from models import database
 
 MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
@@ -18,11 +19,14 @@ db_cli = AppGroup("db", help="Database schema.")
 
 
 def upgrade_schema() -> list[str]:
-    """Apply pending migrations, then create the event partitions due (PostgreSQL); returns the
-    migrations' names (empty when up to date)."""
+    """Apply pending migrations, then create the event partitions due (PostgreSQL) and merge
+    the events waiting into the rollups (after an upgrade that leaves them to be derived, every
+    event: migrations 0011 and 0014); returns the migrations' names (empty when up to date)."""
     with database.connection_context():
         if not is_postgres():
-            return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+            applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
+            merge()
+            return applied
         # Two instances deploying at once must not both apply the same migration.
         database.execute_sql("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
         try:
@@ -30,6 +34,7 @@ def upgrade_schema() -> list[str]:
         finally:
             database.execute_sql("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
         partitions.ensure()
+        merge()
         return applied
 
 
