@@ -45,7 +45,8 @@ LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False, False),
          "POST /api/events, 1 event": ("/api/events", 1, False, False, False),
          "POST /api/events, 5 events, gzip": ("/api/events", 5, True, False, False),
          "POST /api/events, 5 events, gzip, one page": ("/api/events", 5, True, False, True),
-         "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True, False)}
+         "POST /api/events, 5 events, gzip, a duplicate": ("/api/events", 5, True, True, False),
+         "POST /api/events, 50 events": ("/api/events", 50, False, False, False)}
 # No merge timer: the measured requests' merge is one, counted (rollup_merge).
 SERVE_ENV = {"EGIS_ROLLUP_MERGE_SECONDS": "3600"}
 USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "

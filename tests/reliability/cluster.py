@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.conftest import SiteKeys, create_site, free_port
 
 
 def _bin_dir() -> Path:
@@ -127,3 +127,17 @@ class Cluster:
             if self._is_ours(postmaster):  # pg_ctl could not stop it: by its PID
                 os.kill(postmaster, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def migrated_site(url: str) -> SiteKeys:
+    """The schema on the database at `url` (`flask db upgrade`'s), and a standard site there
+    with its keys; the pool released after."""
+    from app import create_app
+    from app.cli import upgrade_schema
+    from app.db import release_connections
+
+    app = create_app({"DATABASE_URL": url})
+    upgrade_schema()
+    site = create_site(app, "std.example", "standard")
+    release_connections()
+    return site

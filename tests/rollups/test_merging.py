@@ -185,6 +185,33 @@ def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_u
     assert_as_rebuilt(app)
 
 
+def test_an_upgrade_from_before_the_rollups_derives_them_all(make_app, fresh_url):  # noqa: F811
+    """From a database at migration 0010 (the visit table kept by its store statement, no other
+    rollup): 0011 empties the visit table, 0014 starts the mark at 0, and `flask db upgrade`
+    merges every event: the rollups are those derived anew, with no migration importing the
+    app's code to derive them."""
+    app = make_app(DATABASE_URL=fresh_url, ROLLUP_MERGE_SECONDS=NEVER)
+    with db(app):
+        Runner(database.obj, directory=MIGRATIONS_DIR).up(target="0010_visits")
+        now = utcnow()
+        for number, session in enumerate(("s-1", "s-1", "s-2")):
+            database.execute_sql(
+                "INSERT INTO event (site_id, session_id, anonymous_id, type, page_url, "
+                "occurred_at, received_at, weight) VALUES (1, %s, 'a-1', 'pageview', %s, %s, %s, "
+                "1)".replace("%s", database.param),
+                (session, f"https://std.example/p{number}", now, now))
+        database.execute_sql(  # a row as that version kept it, counts and all: derived anew
+            "INSERT INTO visit (site_id, session_id, started_at, ended_at, events, pageviews, "
+            "interactions, weight) VALUES (1, 's-1', '2020-01-01', '2020-01-01', 99, 99, 0, 1)")
+    result = app.test_cli_runner().invoke(args=["db", "upgrade"])
+    assert result.exit_code == 0 and "0011_rollups" in result.output, result.output
+    with db(app):
+        assert mark() == 3
+    rows = assert_as_rebuilt(app)
+    assert [(row["session_id"], row["events"], row["entry_page"], row["exit_page"])
+            for row in rows] == [("s-1", 2, "/p0", "/p1"), ("s-2", 1, "/p2", "/p2")]
+
+
 def test_a_backlog_is_merged_in_steps(lazy_app, lazy_client, make_site, monkeypatch):
     monkeypatch.setattr(merging, "MERGE_IDS", 2)  # ids per merge transaction
     site = make_site()

@@ -150,6 +150,24 @@ def test_a_read_waiting_for_inserts_holds_no_merge_lock(waiting_app, make_site, 
 
 
 @postgres_only
+def test_the_timer_tries_again_until_the_idle_insert_ends(make_app, make_site, migrated):
+    app = make_app(ROLLUP_MERGE_SECONDS=0.1, ROLLUP_WAIT_SECONDS=0.1)
+    site = make_site()
+    idle = idle_insert(migrated, site.site.id)  # id 1
+    try:
+        post(app.test_client(), site, "s-1", "a-1")  # id 2: the timer's merges wait for id 1
+        time.sleep(1)  # several of the timer's rounds
+        assert merged_state(app)[:2] == (0, 0)
+        idle.commit()
+    finally:
+        idle.close()
+    deadline = time.monotonic() + 30
+    while merged_state(app)[:2] != (2, 2):
+        assert time.monotonic() < deadline, merged_state(app)
+        time.sleep(0.05)
+
+
+@postgres_only
 def test_egis_connections_end_a_transaction_left_idle(app, migrated):
     with db(app):
         setting = database.execute_sql("SHOW idle_in_transaction_session_timeout").fetchone()

@@ -17,11 +17,9 @@ import orjson
 import psycopg2
 import pytest
 
-from app import create_app
-from app.cli import upgrade_schema
 from app.db import release_connections
-from tests.conftest import BACKEND, LiveServer, SiteKeys, create_site, launch_server, stop_server
-from tests.reliability.cluster import Cluster
+from tests.conftest import BACKEND, LiveServer, SiteKeys, launch_server, stop_server
+from tests.reliability.cluster import Cluster, migrated_site
 from tests.rollups.helpers import live_json, live_tool, metric, visit_batch
 from tests.tracking.helpers import post_live
 
@@ -91,10 +89,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     standby = server = None
     try:
         primary.start()
-        app = create_app({"DATABASE_URL": primary.url})
-        upgrade_schema()
-        site = create_site(app, "std.example", "standard")
-        release_connections()
+        site = migrated_site(primary.url)
         connection = psycopg2.connect(primary.url)
         connection.autocommit = True
         connection.cursor().execute(f"CREATE EXTENSION {STATEMENTS}")

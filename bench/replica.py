@@ -1,0 +1,299 @@
+"""What a read replica buys ingest (EGIS_READ_DATABASE_URL, app/rollups/replica.py): the rate at
+which egis stores the tracker's 5-event gzip batches while agents' questions loop against it,
+with the questions read on the primary and on a streaming replica, each as a ratio to ingest
+alone in the same run.
+
+    python bench/replica.py [--events 1000000] [--days 30] [--duration 20] [--runs 3]
+                            [--readers 2] [--connections 8] [--threads 2]
+
+A primary and a hot standby of the benchmark's own (initdb, pg_basebackup -R with a replication
+slot, pg_ctl on free ports, as the postgres user), the primary seeded by seed_analytics.py
+(--events over --days, the site bench.example) and served by gunicorn as deployed
+(deploy/gunicorn.conf.py: a worker per core and one more, 4 threads each). Each run measures,
+for --duration seconds each, in a rotated order (the site grows as ingest stores, so the order
+is spread over the runs):
+
+- alone: wrk posting 5-event gzip batches as the tracker sends them (ingest.py's, browser
+  headers), no reads;
+- primary: the same while --readers agents each loop READS (read_surface.py's mix less six
+  calls: 20) through /api/mcp, the server without EGIS_READ_DATABASE_URL;
+- replica: the same with EGIS_READ_DATABASE_URL naming the standby.
+
+The standby streams throughout (hot_standby_feedback on, as deploy/SCALING.md advises); a last
+phase per run, "no standby", stops it and measures ingest alone once more: what streaming to a
+replica costs the primary. Figures: events stored per second (rows counted on the primary), as
+a ratio to "alone" in the same run; the MCP calls answered per second; the CPU seconds of the
+primary's and the standby's processes.
+
+Two cores stand in for two machines: the standby and the agents' client run on CPU 1; gunicorn,
+the primary and wrk on CPU 0 (taskset). On one machine the replica's queries otherwise take
+the same cores as ingest, and a replica on its own machine is the point. The egis side of a
+read (its workers' Python, the merge before it, the wait for the replica) stays on CPU 0, as it
+would on an app host that also ingests.
+"""
+import argparse
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import orjson
+import pg
+from ingest import bench_env, flask, stored_events, wait_for, write_gzip_bodies, wrk
+from read_surface import MIX, PROTOCOL
+
+ROOT = Path(__file__).resolve().parent.parent
+DATABASE = "egis_replica"
+INGEST_CPU, STANDBY_CPU = "0", "1"
+LEFT_OUT = {"os and version", "campaigns", "video props", "describe sources", "overview (kept)",
+            "web vitals (kept)"}
+READS = [(label, tool, arguments) for label, tool, arguments in MIX if label not in LEFT_OUT]
+PHASES = ("alone", "primary", "replica")
+SLOT = "egis_bench_standby"
+
+
+def pinned(cpu: str, command: list[str]) -> list[str]:
+    return ["taskset", "-c", cpu, *command]
+
+
+class Server:
+    """A PostgreSQL cluster in `root`, on a free port, pinned to `cpu`: a new one (initdb), or
+    a hot standby of `primary` (pg_basebackup -R, streaming through a replication slot)."""
+
+    def __init__(self, root: Path, cpu: str, primary: "Server | None" = None) -> None:
+        versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
+                          key=lambda path: int(path.parent.name))
+        self.bin, self.root, self.data, self.cpu = versions[-1], root, root / "data", cpu
+        self.port = pg.free_ports(1)[0]
+        root.mkdir()
+        self.owner: list[str] = []
+        if os.geteuid() == 0:  # initdb and postgres refuse root
+            user = pwd.getpwnam("postgres")
+            os.chown(root, user.pw_uid, user.pw_gid)
+            self.owner = ["runuser", "-u", "postgres", "--"]
+        if primary is None:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                      "--no-sync")
+        else:
+            self._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U",
+                      "postgres", "-D", str(self.data), "-R", "-C", "-S", SLOT, "-X", "stream",
+                      "-c", "fast")
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, tool: str, *arguments: str) -> None:
+        subprocess.run(pinned(self.cpu, [*self.owner, str(self.bin / tool), *arguments]),
+                       check=True, capture_output=True, timeout=600)
+
+    def start(self, settings: dict[str, str]) -> None:
+        options = " ".join([f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1",
+                            *(f"-c {name}={value}" for name, value in settings.items())])
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o",
+                  options, "-w", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the postmaster and its live children (backends, WAL sender, startup)."""
+        try:
+            postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError):
+            return 0.0
+        ticks = 0
+        for pid in [postmaster, *_children(postmaster)]:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def destroy(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except subprocess.SubprocessError:
+                postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+                os.kill(postmaster, signal.SIGKILL)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in
+                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], port: int) -> Iterator[None]:
+    server = subprocess.Popen(pinned(INGEST_CPU, [
+        sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "--no-control-socket",
+        "wsgi:app"]), cwd=ROOT, env=env)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+class Agents:
+    """`count` threads, each calling READS in turn through /api/mcp until stopped."""
+
+    def __init__(self, port: int, key: str, count: int) -> None:
+        self.url, self.count = f"http://127.0.0.1:{port}/api/mcp", count
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json",
+                        "Content-Type": "application/json", "MCP-Protocol-Version": PROTOCOL}
+        self.stop = threading.Event()
+        self.answered = 0
+        self.failed: list[str] = []
+        self.threads = [threading.Thread(target=self._loop, args=(n,)) for n in range(count)]
+
+    def _loop(self, offset: int) -> None:
+        os.sched_setaffinity(0, {int(STANDBY_CPU)})  # this thread: the agents' machine
+        number = offset * (len(READS) // max(self.count, 1))
+        while not self.stop.is_set():
+            label, tool, arguments = READS[number % len(READS)]
+            number += 1
+            body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                 "params": {"name": tool, "arguments": arguments}})
+            request = urllib.request.Request(self.url, data=body, headers=self.headers)
+            with urllib.request.urlopen(request, timeout=60) as response:
+                result = orjson.loads(response.read()).get("result", {})
+            if result.get("isError"):
+                self.failed.append(f"{label}: {result['content'][0]['text'][:120]}")
+            self.answered += 1
+
+    def __enter__(self) -> "Agents":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=120)
+
+
+def prepare(primary: Server, scratch: Path, args: argparse.Namespace) -> dict[str, str]:
+    """Seed the primary; a write key and a server key of bench.example."""
+    env = {**os.environ, "EGIS_BENCH_PG_ADMIN_URL": primary.url()}
+    subprocess.run(pinned(INGEST_CPU, [
+        sys.executable, "bench/seed_analytics.py", "--events", str(args.events), "--days",
+        str(args.days), "--database", DATABASE, "--seed-only"]), cwd=ROOT, env=env, check=True)
+    cli = bench_env(primary.url(DATABASE), 0, 3, 4)
+    flask("sites", "update", "bench.example", "--monthly-quota", "2000000000", env=cli)
+    return {kind: flask("keys", "create", "bench.example", "--kind", kind, env=cli)
+            .splitlines()[-1] for kind in ("write", "server")}
+
+
+def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], scratch: Path,
+            args: argparse.Namespace) -> dict[str, float]:
+    port = pg.free_ports(1)[0]
+    env = {**bench_env(primary.url(DATABASE), port, 3, 4),
+           "EGIS_RATE_LIMIT_MCP": '"100000000/minute"',
+           "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)}
+    env.pop("GUNICORN_WORKERS")
+    env.pop("GUNICORN_THREADS")  # as deployed: a worker per core and one more, 4 threads
+    if phase == "replica":
+        env["EGIS_READ_DATABASE_URL"] = standby.url(DATABASE)
+    run = f"{phase}-{time.time_ns()}"
+    script_env = {"EGIS_KEY": keys["write"], "EGIS_EVENTS": "5", "EGIS_RUN": run,
+                  "EGIS_WRK_THREADS": str(args.threads), "EGIS_BROWSER": "1",
+                  **write_gzip_bodies(str(scratch), args.duration * 8000, 5, run)}
+    readers = 0 if phase in ("alone", "no standby") else args.readers
+    with gunicorn(env, port):
+        with Agents(port, keys["server"], readers) as agents:
+            time.sleep(2 if readers else 0)  # the agents' calls under way
+            before = stored_events(primary.url(DATABASE))
+            cpu = (primary.cpu_seconds(), standby.cpu_seconds())
+            answered, started = agents.answered, time.monotonic()
+            result = wrk("/api/events", args.duration, args.connections, args.threads,
+                         script_env, str(ROOT / "bench" / "ingest.lua"), port=port)
+            elapsed = time.monotonic() - started
+            calls = (agents.answered - answered) / elapsed
+            used = (primary.cpu_seconds() - cpu[0], standby.cpu_seconds() - cpu[1])
+            stored = (stored_events(primary.url(DATABASE)) - before) / elapsed
+        if agents.failed:
+            print(f"  {phase}: {len(agents.failed)} tool errors, e.g. {agents.failed[0]}")
+    print(f"  {phase}: {stored:,.0f} events/s stored ({result['rps']:,.0f} batches/s, "
+          f"non-2xx {result['non2xx']}), {calls:.2f} MCP calls/s, CPU s: primary "
+          f"{used[0]:.1f}, standby {used[1]:.1f}", flush=True)
+    return {"stored": stored, "calls": calls, "primary_cpu": used[0], "standby_cpu": used[1]}
+
+
+def span(values: list[float], pattern: str) -> str:
+    low, high = pattern.format(min(values)), pattern.format(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--duration", type=int, default=20, help="seconds of wrk per phase")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--readers", type=int, default=2, help="agents looping the reads")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if len(os.sched_getaffinity(0)) < 2:
+        sys.exit("two CPUs are needed: one stands in for the replica's machine")
+    os.sched_setaffinity(0, {int(INGEST_CPU)})  # this thread, and wrk that it starts
+    scratch = Path(tempfile.mkdtemp(prefix="egis-replica-"))
+    os.chmod(scratch, 0o755)
+    primary = Server(scratch / "primary", INGEST_CPU)
+    standby = None
+    results: list[dict[str, dict[str, float]]] = []
+    try:
+        primary.start({"max_connections": "100"})
+        keys = prepare(primary, scratch, args)
+        standby = Server(scratch / "standby", STANDBY_CPU, primary)
+        standby_settings = {"hot_standby_feedback": "on", "max_connections": "100"}
+        for number in range(args.runs):
+            standby.start(standby_settings)
+            order = PHASES[number % 3:] + PHASES[:number % 3]
+            print(f"run {number + 1}: {', '.join(order)}, then no standby", flush=True)
+            found = {phase: measure(phase, primary, standby, keys, scratch, args)
+                     for phase in order}
+            standby.stop()
+            found["no standby"] = measure("no standby", primary, standby, keys, scratch, args)
+            results.append(found)
+    finally:
+        for server in (standby, primary):
+            if server is not None:
+                server.destroy()
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"\n{args.events:,} events seeded over {args.days} days; {args.readers} agents "
+          f"looping {len(READS)} calls; wrk {args.connections} connections, {args.duration} s "
+          f"a phase; {args.runs} runs\n")
+    print("| phase | events/s stored | / alone (same run) | MCP calls/s | primary CPU s | "
+          "standby CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for phase in (*PHASES, "no standby"):
+        rows = [run[phase] for run in results]
+        ratios = [run[phase]["stored"] / run["alone"]["stored"] for run in results]
+        print(f"| {phase} | {span([r['stored'] for r in rows], '{:,.0f}')} | "
+              f"{span(ratios, '{:.2f}')} (median {median(ratios):.2f}) | "
+              f"{span([r['calls'] for r in rows], '{:.2f}')} | "
+              f"{span([r['primary_cpu'] for r in rows], '{:.1f}')} | "
+              f"{span([r['standby_cpu'] for r in rows], '{:.1f}')} |")
+
+
+if __name__ == "__main__":
+    main()
