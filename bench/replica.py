@@ -25,11 +25,14 @@ replica costs the primary. Figures: events stored per second (rows counted on th
 a ratio to "alone" in the same run; the MCP calls answered per second; the CPU seconds of the
 primary's and the standby's processes.
 
-Two cores stand in for two machines: the standby and the agents' client run on CPU 1; gunicorn,
-the primary and wrk on CPU 0 (taskset). On one machine the replica's queries otherwise take
-the same cores as ingest, and a replica on its own machine is the point. The egis side of a
-read (its workers' Python, the merge before it, the wait for the replica) stays on CPU 0, as it
-would on an app host that also ingests.
+Two cores stand in for two machines (taskset): CPU 0 is the ingest side, the primary, wrk and
+the gunicorn that ingests; CPU 1 the agents' side, the standby, the agents' client and an app
+host of their own (a second gunicorn on the same primary: /api/mcp routed to it, as a proxy in
+front may do). On one machine the replica's queries and the tools' Python would otherwise take
+the cores ingest needs, where the point of a replica is a machine of its own. With --shared the
+agents call the ingest server instead, whose workers then do the tools' Python (parsing,
+building and rendering each answer) beside ingest: that share stays with the app host whatever
+the database, and more app hosts, not a replica, take it.
 """
 import argparse
 import os
@@ -43,7 +46,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -112,14 +115,7 @@ class Server:
             postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError):
             return 0.0
-        ticks = 0
-        for pid in [postmaster, *_children(postmaster)]:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            ticks += int(fields[11]) + int(fields[12])
-        return ticks / os.sysconf("SC_CLK_TCK")
+        return tree_cpu_seconds(postmaster)
 
     def destroy(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -139,17 +135,52 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU time (user + system) of a process and its live children."""
+    ticks = 0
+    for pid in [root, *_children(root)]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_busy() -> dict[str, tuple[int, int]]:
+    """Per CPU of the machine: (busy, all) clock ticks so far, everyone's processes."""
+    found = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *ticks = line.split()
+        if name.startswith("cpu") and name != "cpu":
+            values = list(map(int, ticks))
+            found[name] = (sum(values) - values[3] - values[4], sum(values))
+    return found
+
+
 @contextmanager
-def gunicorn(env: dict[str, str], port: int) -> Iterator[None]:
-    server = subprocess.Popen(pinned(INGEST_CPU, [
-        sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "--no-control-socket",
-        "wsgi:app"]), cwd=ROOT, env=env)
+def gunicorn(env: dict[str, str], port: int, cpu: str,
+             log: Path) -> Iterator[subprocess.Popen]:
+    """egis as deployed (deploy/gunicorn.conf.py) on `port`, pinned to `cpu`."""
+    with log.open("ab") as output:
+        server = subprocess.Popen(pinned(cpu, [
+            sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
+            "--no-control-socket", "wsgi:app"]), cwd=ROOT, env=env, stdout=output,
+            stderr=subprocess.STDOUT)
     try:
         wait_for(f"http://127.0.0.1:{port}/healthz")
-        yield
+        yield server
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def server_env(primary: Server, port: int, scratch: Path) -> dict[str, str]:
+    env = {**bench_env(primary.url(DATABASE), port, 3, 4),
+           "EGIS_RATE_LIMIT_MCP": '"100000000/minute"',
+           "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)}
+    del env["GUNICORN_WORKERS"], env["GUNICORN_THREADS"]  # as deployed: cores + 1, 4 threads
+    return env
 
 
 class Agents:
@@ -204,37 +235,45 @@ def prepare(primary: Server, scratch: Path, args: argparse.Namespace) -> dict[st
 
 def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], scratch: Path,
             args: argparse.Namespace) -> dict[str, float]:
-    port = pg.free_ports(1)[0]
-    env = {**bench_env(primary.url(DATABASE), port, 3, 4),
-           "EGIS_RATE_LIMIT_MCP": '"100000000/minute"',
-           "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="metrics-", dir=scratch)}
-    env.pop("GUNICORN_WORKERS")
-    env.pop("GUNICORN_THREADS")  # as deployed: a worker per core and one more, 4 threads
+    port, agents_port = pg.free_ports(2)
+    env, agents_env = server_env(primary, port, scratch), server_env(primary, agents_port, scratch)
     if phase == "replica":
-        env["EGIS_READ_DATABASE_URL"] = standby.url(DATABASE)
+        agents_env["EGIS_READ_DATABASE_URL"] = standby.url(DATABASE)
+    if args.shared:  # the agents' calls to the ingest server, which then reads as they ask
+        agents_port, env = port, {**env, **agents_env, "GUNICORN_BIND": env["GUNICORN_BIND"]}
     run = f"{phase}-{time.time_ns()}"
     script_env = {"EGIS_KEY": keys["write"], "EGIS_EVENTS": "5", "EGIS_RUN": run,
                   "EGIS_WRK_THREADS": str(args.threads), "EGIS_BROWSER": "1",
                   **write_gzip_bodies(str(scratch), args.duration * 8000, 5, run)}
     readers = 0 if phase in ("alone", "no standby") else args.readers
-    with gunicorn(env, port):
-        with Agents(port, keys["server"], readers) as agents:
+    log = scratch / "servers.log"
+    with ExitStack() as servers:
+        ingest = servers.enter_context(gunicorn(env, port, INGEST_CPU, log))
+        if not args.shared:
+            servers.enter_context(gunicorn(agents_env, agents_port, STANDBY_CPU, log))
+        with Agents(agents_port, keys["server"], readers) as agents:
             time.sleep(2 if readers else 0)  # the agents' calls under way
             before = stored_events(primary.url(DATABASE))
-            cpu = (primary.cpu_seconds(), standby.cpu_seconds())
-            answered, started = agents.answered, time.monotonic()
+            cpu = (primary.cpu_seconds(), standby.cpu_seconds(), tree_cpu_seconds(ingest.pid))
+            busy, answered, started = cpu_busy(), agents.answered, time.monotonic()
             result = wrk("/api/events", args.duration, args.connections, args.threads,
                          script_env, str(ROOT / "bench" / "ingest.lua"), port=port)
             elapsed = time.monotonic() - started
             calls = (agents.answered - answered) / elapsed
-            used = (primary.cpu_seconds() - cpu[0], standby.cpu_seconds() - cpu[1])
+            busy_after = cpu_busy()
+            used = (primary.cpu_seconds() - cpu[0], standby.cpu_seconds() - cpu[1],
+                    tree_cpu_seconds(ingest.pid) - cpu[2])
             stored = (stored_events(primary.url(DATABASE)) - before) / elapsed
+            shares = {name: (busy_after[name][0] - busy[name][0])
+                      / max(1, busy_after[name][1] - busy[name][1]) for name in busy}
         if agents.failed:
             print(f"  {phase}: {len(agents.failed)} tool errors, e.g. {agents.failed[0]}")
     print(f"  {phase}: {stored:,.0f} events/s stored ({result['rps']:,.0f} batches/s, "
           f"non-2xx {result['non2xx']}), {calls:.2f} MCP calls/s, CPU s: primary "
-          f"{used[0]:.1f}, standby {used[1]:.1f}", flush=True)
-    return {"stored": stored, "calls": calls, "primary_cpu": used[0], "standby_cpu": used[1]}
+          f"{used[0]:.1f}, standby {used[1]:.1f}, ingest gunicorn {used[2]:.1f}; busy: "
+          + ", ".join(f"{name} {share:.0%}" for name, share in shares.items()), flush=True)
+    return {"stored": stored, "calls": calls, "primary_cpu": used[0], "standby_cpu": used[1],
+            "ingest_cpu": used[2], **{f"busy_{name}": share for name, share in shares.items()}}
 
 
 def span(values: list[float], pattern: str) -> str:
@@ -251,6 +290,8 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=2, help="agents looping the reads")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--shared", action="store_true",
+                        help="the agents call the ingest server (default: an app host of theirs)")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         sys.exit("two CPUs are needed: one stands in for the replica's machine")
@@ -282,17 +323,18 @@ def main() -> None:
     print(f"\n{args.events:,} events seeded over {args.days} days; {args.readers} agents "
           f"looping {len(READS)} calls; wrk {args.connections} connections, {args.duration} s "
           f"a phase; {args.runs} runs\n")
-    print("| phase | events/s stored | / alone (same run) | MCP calls/s | primary CPU s | "
-          "standby CPU s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| phase | events/s stored | / alone (same run) | MCP calls/s | CPU s: primary | "
+          "standby | ingest gunicorn | CPU 0 busy | CPU 1 busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for phase in (*PHASES, "no standby"):
         rows = [run[phase] for run in results]
         ratios = [run[phase]["stored"] / run["alone"]["stored"] for run in results]
         print(f"| {phase} | {span([r['stored'] for r in rows], '{:,.0f}')} | "
               f"{span(ratios, '{:.2f}')} (median {median(ratios):.2f}) | "
               f"{span([r['calls'] for r in rows], '{:.2f}')} | "
-              f"{span([r['primary_cpu'] for r in rows], '{:.1f}')} | "
-              f"{span([r['standby_cpu'] for r in rows], '{:.1f}')} |")
+              + " | ".join(span([r[key] for r in rows], pattern) for key, pattern in (
+                  ("primary_cpu", "{:.1f}"), ("standby_cpu", "{:.1f}"), ("ingest_cpu", "{:.1f}"),
+                  ("busy_cpu0", "{:.0%}"), ("busy_cpu1", "{:.0%}"))) + " |")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import Context
 from functools import cache
-from time import monotonic, sleep
+from time import monotonic
 from typing import Any
 
 from peewee import SQL, OperationalError, Select
@@ -39,7 +39,7 @@ _AFTER, _THROUGH = -(2**62) - 1, -(2**62) - 2  # stand-ins for a merge's id rang
 # steps, each well within the pool's statement_timeout (app.db).
 MERGE_IDS = 200_000
 DEFAULT_WAIT_SECONDS = 2.0  # EGIS_ROLLUP_WAIT_SECONDS's default (app.config)
-LOCK_POLL_SECONDS = 0.005
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_not_available: lock_timeout ran out
 
 
 @cache
@@ -114,41 +114,58 @@ def _sqlite_write_lock(deadline: float | None) -> Iterator[bool]:
         yield held
 
 
+def _advisory_lock(deadline: float | None) -> bool:
+    """PostgreSQL's merge lock, waited for in the server until `deadline` (lock_timeout: no
+    polling round trips); None: as long as it takes. Whether it is held."""
+    if deadline is None:
+        database.execute_sql("SELECT pg_advisory_lock(%s)", (MERGE_LOCK_ID,))
+        return True
+    waited = int((deadline - monotonic()) * 1000)
+    if waited < 1:
+        return database.execute_sql("SELECT pg_try_advisory_lock(%s)",
+                                    (MERGE_LOCK_ID,)).fetchone()[0]
+    try:
+        database.execute_sql(f"SET lock_timeout = {waited}; SELECT pg_advisory_lock(%s)",
+                             (MERGE_LOCK_ID,))
+    except OperationalError as error:
+        if getattr(getattr(error, "orig", None), "pgcode", None) != LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    finally:
+        database.execute_sql("RESET lock_timeout")
+    return True
+
+
 @contextmanager
 def _merge_lock(deadline: float | None) -> Iterator[bool]:
     """Hold the merge lock for the block (True), or yield False when another merge held it past
-    `deadline` (a time.monotonic() instant; None: as long as it takes). SQLite: the block is
-    one IMMEDIATE transaction."""
+    `deadline` (a time.monotonic() instant, the present: not at all; None: as long as it
+    takes). SQLite: the block is one IMMEDIATE transaction."""
     if not is_postgres():
         with _sqlite_write_lock(deadline) as held:
             yield held
         return
-    if deadline is None:
-        database.execute_sql("SELECT pg_advisory_lock(%s)", (MERGE_LOCK_ID,))
-    else:
-        while not database.execute_sql("SELECT pg_try_advisory_lock(%s)",
-                                        (MERGE_LOCK_ID,)).fetchone()[0]:
-            if monotonic() >= deadline:
-                yield False
-                return
-            sleep(LOCK_POLL_SECONDS)
+    if not _advisory_lock(deadline):
+        yield False
+        return
     try:
         yield True
     finally:
         database.execute_sql("SELECT pg_advisory_unlock(%s)", (MERGE_LOCK_ID,))
 
 
-def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS) -> bool:
+def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS, give_way: bool = False) -> bool:
     """Merge every event committed so far and not merged yet. False when that took longer
     than `wait_seconds` to begin: inserts in flight, or another merge, held it up (the mark
-    then stays, or moves by the other merge only)."""
+    then stays, or moves by the other merge only). `give_way`: no wait for another merge (a
+    worker's timer, which tries again later: the other merge may take its events)."""
     deadline = monotonic() + wait_seconds
     drawn = drawn_id()
     if drawn <= mark():
         return True  # nothing stored since: no lock
     if not inserts_ended(deadline):  # before the lock: a merge waiting holds up no other
         return False
-    with _merge_lock(deadline) as held:
+    with _merge_lock(monotonic() if give_way else deadline) as held:
         if held:  # SQLite: the largest id, final within the write lock
             _merge_through(drawn if is_postgres() else largest_id())
         return held

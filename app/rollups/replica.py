@@ -64,10 +64,10 @@ def _wait_seconds() -> float:
 def replay_state(replica: Database, wait_seconds: float) -> str:
     """OK once `replica` has replayed past the primary's WAL position as of now, LAGGING when
     it has not within `wait_seconds`, DOWN when it cannot be asked or is no standby."""
+    position = database.execute_sql("SELECT pg_current_wal_lsn()").fetchone()[0]  # primary's
+    deadline = monotonic() + wait_seconds
+    pause = FIRST_POLL_SECONDS
     try:
-        position = database.execute_sql("SELECT pg_current_wal_lsn()").fetchone()[0]
-        deadline = monotonic() + wait_seconds
-        pause = FIRST_POLL_SECONDS
         with replica.connection_context():
             while True:
                 replayed = replica.execute_sql("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",

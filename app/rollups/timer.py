@@ -17,8 +17,8 @@ class MergeTimer:
     """Merges `interval` seconds after a worker stored events; one per process. No thread runs
     while nothing is stored. Unlike app.tally's counts nothing is lost when a worker stops
     before its timer: the events are stored, and the next merge or read takes them. A merge
-    that could not begin within `wait_seconds` (inserts in flight, another merge) is tried
-    again an interval later."""
+    that found another one running (which may take its events), or whose inserts in flight
+    outlasted `wait_seconds`, is tried again an interval later."""
 
     def __init__(self, interval: float, wait_seconds: float) -> None:
         self._interval = interval
@@ -44,7 +44,7 @@ class MergeTimer:
     def _merge_quietly(self) -> bool:
         try:
             with background.own_connection():
-                return merge(self._wait_seconds)
+                return merge(self._wait_seconds, give_way=True)
         except PeeweeException as error:
             log.warning("could not merge the rollups, trying again: %s", type(error).__name__)
             return False
