@@ -17,7 +17,10 @@ is spread over the runs):
   headers), no reads;
 - primary: the same while --readers agents each loop READS (read_surface.py's mix less six
   calls: 20) through /api/mcp, the server without EGIS_READ_DATABASE_URL;
-- replica: the same with EGIS_READ_DATABASE_URL naming the standby.
+- replica: the same with EGIS_READ_DATABASE_URL naming the standby;
+- CPU 1 busy: ingest alone while `yes` keeps the agents' side busy: the control for what
+  saturating the other core costs ingest on this machine whatever runs there (a shared cache
+  and memory bus, a hypervisor's scheduling), which two real machines would not share.
 
 The standby streams throughout (hot_standby_feedback on, as deploy/SCALING.md advises); a last
 phase per run, "no standby", stops it and measures ingest alone once more: what streaming to a
@@ -62,7 +65,7 @@ INGEST_CPU, STANDBY_CPU = "0", "1"
 LEFT_OUT = {"os and version", "campaigns", "video props", "describe sources", "overview (kept)",
             "web vitals (kept)"}
 READS = [(label, tool, arguments) for label, tool, arguments in MIX if label not in LEFT_OUT]
-PHASES = ("alone", "primary", "replica")
+PHASES = ("alone", "primary", "replica", "CPU 1 busy")
 SLOT = "egis_bench_standby"
 
 
@@ -245,9 +248,13 @@ def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], 
     script_env = {"EGIS_KEY": keys["write"], "EGIS_EVENTS": "5", "EGIS_RUN": run,
                   "EGIS_WRK_THREADS": str(args.threads), "EGIS_BROWSER": "1",
                   **write_gzip_bodies(str(scratch), args.duration * 8000, 5, run)}
-    readers = 0 if phase in ("alone", "no standby") else args.readers
+    readers = args.readers if phase in ("primary", "replica") else 0
     log = scratch / "servers.log"
     with ExitStack() as servers:
+        if phase == "CPU 1 busy":  # the control: the other side saturated by anything at all
+            burner = subprocess.Popen(pinned(STANDBY_CPU, ["yes"]), stdout=subprocess.DEVNULL)
+            servers.callback(burner.wait, 10)
+            servers.callback(burner.terminate)
         ingest = servers.enter_context(gunicorn(env, port, INGEST_CPU, log))
         if not args.shared:
             servers.enter_context(gunicorn(agents_env, agents_port, STANDBY_CPU, log))
@@ -308,7 +315,7 @@ def main() -> None:
         standby_settings = {"hot_standby_feedback": "on", "max_connections": "100"}
         for number in range(args.runs):
             standby.start(standby_settings)
-            order = PHASES[number % 3:] + PHASES[:number % 3]
+            order = PHASES[number % len(PHASES):] + PHASES[:number % len(PHASES)]
             print(f"run {number + 1}: {', '.join(order)}, then no standby", flush=True)
             found = {phase: measure(phase, primary, standby, keys, scratch, args)
                      for phase in order}
