@@ -111,6 +111,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
                 cluster.destroy()
 
 
+def ready(state: str) -> tuple[int, dict]:
+    """/readyz's answer with the primary up and the replica in `state`."""
+    return 200, {"status": "ready", "database": "up", "rateLimitStore": "up", "readReplica": state}
+
+
 def wait_until(condition, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -119,8 +124,7 @@ def wait_until(condition, seconds: float = 30) -> None:
 
 
 def test_the_replica_serves_the_reads_and_counts_every_event_stored_before(pair: Pair):
-    assert pair.ready() == (200, {"status": "ready", "database": "up", "rateLimitStore": "up",
-                                  "readReplica": "ok"})
+    assert pair.ready() == ready("ok")
     served, on_standby = pair.replica_reads(), pair.standby_reads()
     for _ in range(3):
         pair.post_visit()  # then asked at once: the call waits for the standby's replay
@@ -141,8 +145,7 @@ def test_a_paused_replay_hands_the_read_to_the_primary(pair: Pair):
         assert pair.totals()["totals"] == [pair.posted, 2 * pair.posted]
         assert pair.fallbacks("lagging") == lagging + 1
         assert "read replica lagging, reading from the primary" in pair.server.log()
-        assert pair.ready() == (200, {"status": "ready", "database": "up",
-                                      "rateLimitStore": "up", "readReplica": "lagging"})
+        assert pair.ready() == ready("lagging")
     finally:
         pair.sql(pair.standby, "SELECT pg_wal_replay_resume()")
     served = pair.replica_reads()
@@ -158,8 +161,7 @@ def test_a_stopped_replica_and_its_return(pair: Pair):
         assert pair.totals()["totals"] == [pair.posted, 2 * pair.posted]
         assert pair.fallbacks("down") == down + 1
         assert "read replica down, reading from the primary" in pair.server.log()
-        assert pair.ready() == (200, {"status": "ready", "database": "up",
-                                      "rateLimitStore": "up", "readReplica": "down"})
+        assert pair.ready() == ready("down")
     finally:
         pair.standby.start()
     wait_until(lambda: pair.ready()[1].get("readReplica") == "ok")
