@@ -7,9 +7,10 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, bodies, cli, config, db, errors, limits, request_log, rollups, tally
+    from app import auth, bodies, cli, config, db, errors, limits, request_log, tally
+    from app.context import request as request_context
+    from app.rollups import timer as rollups
     from app.tracking import quota, store, writer
-    from app.visit import context as visit_context
     from blueprints import BLUEPRINTS
 
     app = Flask(__name__, instance_relative_config=True, static_folder=None)
@@ -29,7 +30,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     cli.init_app(app)
     tally.init_app(app)
     rollups.init_app(app)
-    visit_context.init_app(app)
+    request_context.init_app(app)
     app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
     if app.config["GROUP_COMMIT"] and db.is_postgres():
         app.extensions["egis_writer"] = writer.GroupWriter(store.store_group)

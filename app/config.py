@@ -43,18 +43,27 @@ DEFAULTS: dict[str, Any] = {
     # How long a worker trusts its cached view of a site's month usage before re-reading it.
     "USAGE_CACHE_SECONDS": 5,
     "DB_MAX_CONNECTIONS": 8,
+    # PostgreSQL: a transaction of egis's left idle this long ends its session (app.db).
+    "DB_IDLE_TRANSACTION_SECONDS": 30.0,
     # How often a worker writes its counts of what was not stored (app.tally); 0: at once.
     "TALLY_FLUSH_SECONDS": 1.0,
     # How long after a worker stores events it merges them into the rollups (app.rollups); 0:
     # in the request. Reads merge first, so this bounds only the work a read may find waiting.
     "ROLLUP_MERGE_SECONDS": 2.0,
+    # The longest a merge waits for inserts in flight (or another merge); a read then answers
+    # from what is merged, with a warning (app.rollups.reads).
+    "ROLLUP_WAIT_SECONDS": 2.0,
+    # A PostgreSQL streaming replica (hot standby) of DATABASE_URL that the agent's tools read
+    # from, and how long a call waits for it to replay past its merge (app.rollups.replica).
+    "READ_DATABASE_URL": "",
+    "READ_REPLICA_WAIT_SECONDS": 2.0,
     # PostgreSQL: concurrent requests of a worker share one commit (app.tracking.writer).
     "GROUP_COMMIT": True,
     "VERIFY_CRAWLERS": False,
     "DNS_SERVER": "",
     "DNS_TIMEOUT": 1.0,
     # A MaxMind-format country database (DB-IP Lite, GeoLite2) for visit:country; empty: the
-    # registry data bundled in iptocc (app/visit/country.py).
+    # registry data bundled in iptocc (app/context/country.py).
     "GEOIP_DB": "",
 }
 

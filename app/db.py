@@ -1,4 +1,5 @@
-"""Binds the models' database handle: pooled PostgreSQL or SQLite, a connection per request."""
+"""Binds the models' database handle: pooled PostgreSQL or SQLite, a connection per request;
+and the read replica's pool, when EGIS_READ_DATABASE_URL names one."""
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,9 @@ from playhouse.pool import PooledPostgresqlDatabase
 from models import database
 
 UNDEFINED_STATEMENT = "26000"  # PostgreSQL's invalid_sql_statement_name
+STATEMENT_MILLISECONDS = 15000  # PostgreSQL statement_timeout of every egis connection
+SQLITE_BUSY_MILLISECONDS = 10000  # how long a SQLite writer waits for the write lock
+_read_databases: list[Database] = []  # the replicas' pools made in this process
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,18 @@ register_database(PostgresPool, "egis+postgres")
 _JSON_TYPES = {"postgresql": {"JSON": "JSONB"}, "sqlite": {"JSON": "TEXT"}}
 
 
-def make_database(url: str, max_connections: int = 8) -> Database:
-    """A Peewee database for a DATABASE_URL; PostgreSQL is always pooled."""
+def make_database(url: str, max_connections: int = 8, idle_transaction_seconds: float = 30,
+                  connect_timeout: int = 3) -> Database:
+    """A Peewee database for a DATABASE_URL; PostgreSQL is always pooled.
+
+    On PostgreSQL a transaction of egis's left idle `idle_transaction_seconds` ends the
+    session (idle_in_transaction_session_timeout): a stuck worker can then hold no lock, nor
+    the rollups' merge (app.rollups.mark), for longer. No egis transaction idles by design but
+    a tool call's, while a statement of its own runs beside it (app.analytics.base's
+    `concurrently`): so the value must exceed EGIS_AGENT_QUERY_SECONDS (20 s)."""
     scheme, _, rest = url.partition("://")
     if scheme in ("postgres", "postgresql"):
+        idle = max(1, int(idle_transaction_seconds * 1000))
         return connect_url(
             f"egis+postgres://{rest}",
             autoconnect=False,
@@ -73,10 +85,11 @@ def make_database(url: str, max_connections: int = 8) -> Database:
             max_connections=max_connections,
             stale_timeout=300,
             timeout=10,
-            connect_timeout=3,
+            connect_timeout=connect_timeout,
             # A database that stops answering must not hold a worker until gunicorn kills it.
             keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
-            options="-c statement_timeout=15000",
+            options=(f"-c statement_timeout={STATEMENT_MILLISECONDS} "
+                     f"-c idle_in_transaction_session_timeout={idle}"),
             **_without_gssapi_probe(url),
         )
     if scheme == "sqlite":
@@ -87,7 +100,8 @@ def make_database(url: str, max_connections: int = 8) -> Database:
             url,
             autoconnect=False,
             field_types=_JSON_TYPES["sqlite"],
-            pragmas={"journal_mode": "wal", "busy_timeout": 10000, "foreign_keys": 1},
+            pragmas={"journal_mode": "wal", "busy_timeout": SQLITE_BUSY_MILLISECONDS,
+                     "foreign_keys": 1},
         )
     raise ValueError(f"DATABASE_URL must be postgresql://... or sqlite:///...; got {scheme!r}")
 
@@ -128,36 +142,45 @@ def _close_connection(_exc: BaseException | None) -> None:
 
 def init_app(app: Flask) -> None:
     # Only configured here, never connected: gunicorn forks workers after the app is built.
+    idle = float(app.config["DB_IDLE_TRANSACTION_SECONDS"])
     database.initialize(
-        make_database(app.config["DATABASE_URL"], app.config["DB_MAX_CONNECTIONS"])
+        make_database(app.config["DATABASE_URL"], app.config["DB_MAX_CONNECTIONS"], idle)
     )
+    app.extensions["egis_read_database"] = _read_database(app.config, idle)
     app.before_request(_open_connection)
     app.teardown_appcontext(_close_connection)
 
 
+def _read_database(config: Any, idle_transaction_seconds: float) -> Database | None:
+    """The replica's pool (EGIS_READ_DATABASE_URL), or None. It connects within the longest
+    wait for the replica (libpq counts whole seconds, 2 at least), so that a replica host
+    that does not answer costs a read that much before the primary answers it."""
+    url = config.get("READ_DATABASE_URL") or ""
+    if not url:
+        return None
+    if url.partition("://")[0] not in ("postgres", "postgresql"):
+        raise ValueError("EGIS_READ_DATABASE_URL must be postgresql://... (a streaming replica "
+                         "of DATABASE_URL)")
+    wait = float(config["READ_REPLICA_WAIT_SECONDS"])
+    replica = make_database(url, config["DB_MAX_CONNECTIONS"], idle_transaction_seconds,
+                            connect_timeout=max(2, round(wait)))
+    _read_databases.append(replica)
+    return replica
+
+
+def read_database() -> Database | None:
+    """The read replica's pool of this app (EGIS_READ_DATABASE_URL), None without one."""
+    return current_app.extensions.get("egis_read_database")
+
+
 def release_connections() -> None:
-    """Close every pooled connection of this process (tests; shutdown)."""
-    target = database.obj
-    if target is None:
-        return
-    if not target.is_closed():
-        target.close()
-    close_all = getattr(target, "close_all", None)
-    if close_all is not None:
-        close_all()
+    """Close every pooled connection of this process, the replicas' too (tests; shutdown)."""
+    for target in (database.obj, *_read_databases):
+        if target is None:
+            continue
+        if not target.is_closed():
+            target.close()
+        close_all = getattr(target, "close_all", None)
+        if close_all is not None:
+            close_all()
 
-
-def create_postgres_indexes(db: Database, indexes: dict[str, str]) -> None:
-    """A migration's PostgreSQL-only indexes ({name: "ON table (...) ..."}), without a time
-    limit: building one reads the whole table. SQLite (the small deployments) keeps its own."""
-    if isinstance(db, PostgresqlDatabase):
-        db.execute_sql("SET LOCAL statement_timeout = 0")
-        for name, definition in indexes.items():
-            db.execute_sql(f"CREATE INDEX IF NOT EXISTS {name} {definition}")
-
-
-def drop_postgres_indexes(db: Database, indexes: dict[str, str]) -> None:
-    """What create_postgres_indexes made, for a migration's down()."""
-    if isinstance(db, PostgresqlDatabase):
-        for name in indexes:
-            db.execute_sql(f"DROP INDEX IF EXISTS {name}")

@@ -16,8 +16,8 @@ second copy's insert waits for the first transaction and then finds the key take
 it, if the first rolled back); on SQLite writers are serialized anyway. A repeat never runs
 `store`. A request that fails after its claim (an error answer, an exception) rolls the claim
 back with everything else: only a stored request's key counts. A key older than KEY_DAYS is
-claimed afresh by the same statement, whether or not the retention job (app.retention) has
-deleted it yet.
+claimed afresh by the same statement, whether or not the retention job (app.retention.prune)
+has deleted it yet.
 """
 import re
 from collections.abc import Callable

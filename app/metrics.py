@@ -46,6 +46,17 @@ REJECTIONS = Counter("egis_rejected_requests_total",
                      "Authenticated ingest requests refused, by reason (as in the ingest-health "
                      "tally: rejected_400, rejected_403_plan, rejected_403_origin, rejected_413, "
                      "rejected_429).", ["reason"])
+READ_REPLICA_READS = Counter("egis_read_replica_reads_total",
+                             "Agent tool calls answered from the read replica.")
+READ_REPLICA_FALLBACKS = Counter(
+    "egis_read_replica_fallbacks_total",
+    "Agent tool calls answered from the primary although a read replica is configured, by "
+    "reason: lagging (not caught up within EGIS_READ_REPLICA_WAIT_SECONDS), down, conflict "
+    "(the replica cancelled the read for a recovery conflict).", ["reason"])
+ROLLUP_WAIT_TIMEOUTS = Counter(
+    "egis_rollup_wait_timeouts_total",
+    "Agent tool calls answered from the rollups as merged, with a warning: inserts in flight "
+    "(or another merge) held the call's merge up past EGIS_ROLLUP_WAIT_SECONDS.")
 
 # Exactly this, once: Werkzeug would append a second charset to a text/* mimetype.
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4

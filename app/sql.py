@@ -60,8 +60,10 @@ def sqlite_regexp(regex: str, value: Any) -> bool:
 
 
 @contextmanager
-def read_transaction(timeout_seconds: float | None) -> Iterator[None]:
-    """A read-only transaction with a time limit.
+def read_transaction(timeout_seconds: float | None, snapshot: str | None = None
+                     ) -> Iterator[None]:
+    """A read-only transaction with a time limit, its statements on one snapshot (PostgreSQL:
+    REPEATABLE READ; `snapshot`, one exported by `export_snapshot`, shares another's).
 
     On PostgreSQL it also gets enough memory for a million-row hash or sort to stay off disk
     and no JIT (compiling costs more than these queries run). Peewee has no spelling for SET,
@@ -71,7 +73,9 @@ def read_transaction(timeout_seconds: float | None) -> Iterator[None]:
     try:
         with database.atomic():
             if is_postgres():
-                database.execute_sql("SET TRANSACTION READ ONLY")
+                database.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if snapshot is not None:
+                    database.execute_sql("SET TRANSACTION SNAPSHOT %s", (snapshot,))
                 database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
                 database.execute_sql("SET LOCAL jit = off")
                 if timeout_seconds:
@@ -95,6 +99,12 @@ def read_transaction(timeout_seconds: float | None) -> Iterator[None]:
         if code == PG_QUERY_CANCELED or "interrupted" in str(error):
             raise QueryTimeoutError(str(error)) from None
         raise
+
+
+def export_snapshot() -> str:
+    """The current transaction's snapshot, for a read transaction of another connection
+    (PostgreSQL; `reads_in_parallel`)."""
+    return database.execute_sql("SELECT pg_export_snapshot()").fetchone()[0]
 
 
 # --- Text and JSON ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 base tree, counted by valgrind: a write-path comparison that does not swing with the machine.
 
     python bench/instructions_pg.py [--base-ref REF | --base-dir DIR] [--requests 60]
-                                    [--profiles DIR] [--group 4 --batches 200]
+                                    [--profiles DIR] [--group 4 --batches 200] [--loads ...]
 
 bench/instructions.py counts the app's instructions only; a change to what the store statement
 does is PostgreSQL's work, and on this machine (its no-op moving threefold within a minute) a
@@ -15,7 +15,8 @@ with a pro site and a write key, then restarts the cluster with its postmaster u
 that nothing but the app's statements runs), each backend writing its count when it exits.
 
 For each load (a one-event batch and a five-event gzip batch of one page, as the tracker sends
-them; each request a new batch, one session per 100 batches) and each tree, bench/instructions.py
+them, or with --loads a 50-event batch, as a backend sends them; each request a new batch, one
+session per 100 batches) and each tree, bench/instructions.py
 serves `--requests` requests after as many to warm up, its process under callgrind (the app's
 count: the measured requests only, and for a tree that merges the rollups after ingest their
 merge), against that tree's database; then again with twice as many. Each side's count per
@@ -60,7 +61,8 @@ from instructions import count_instructions
 from visit import base_arguments, base_ref, base_root, git
 
 ROOT = Path(__file__).resolve().parent.parent
-LOADS = ("POST /api/events, 1 event", "POST /api/events, 5 events, gzip, one page")
+LOADS = ("POST /api/events, 1 event", "POST /api/events, 5 events, gzip, one page",
+         "POST /api/events, 50 events")
 TREES = ("base", "this")
 SERVER_SETTINGS = ("listen_addresses=127.0.0.1", "autovacuum=off", "jit=off",
                    "max_parallel_workers_per_gather=0", "max_connections=20")
@@ -191,6 +193,8 @@ def main() -> None:
     parser.add_argument("--profiles", type=Path, help="keep the backends' profiles here")
     parser.add_argument("--group", type=int, help="batches per group statement (also count it)")
     parser.add_argument("--batches", type=int, default=200, help="with --group")
+    parser.add_argument("--loads", nargs="+", choices=LOADS, default=LOADS[:2],
+                        help="what to count (default: the first two)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="egis-instructions-pg-"))
@@ -213,7 +217,7 @@ def main() -> None:
             serve_counted(LOADS[0], keys[name], pg.database_url(f"egis_instructions_{name}"),
                           roots[name], 10)
             known |= cluster.finished_counts(known)[0]
-        for load in LOADS if args.requests else ():
+        for load in args.loads if args.requests else ():
             for name in TREES:
                 app_counts, backend_counts = [], []
                 for requests in (args.requests, 2 * args.requests):
@@ -251,7 +255,7 @@ def main() -> None:
         print("| load | tree | app instructions per request | PostgreSQL instructions per "
               "request | both | this / base: app | PostgreSQL | both |")
         print("|---|---|---|---|---|---|---|---|")
-    for load in LOADS if counts else ():
+    for load in args.loads if counts else ():
         base_app, base_pg = counts[(load, "base")]
         for name in TREES:
             app, backend = counts[(load, name)]
@@ -260,7 +264,7 @@ def main() -> None:
                       else " | | ")
             print(f"| {load} | {name} | {app:,.0f} | {backend:,.0f} | {app + backend:,.0f} | "
                   f"{ratios} |")
-    for load in LOADS if counts else ():
+    for load in args.loads if counts else ():
         print(f"\n{load}: the app's instructions once per run, whatever its requests (a merge's "
               "fixed part, under load once per EGIS_ROLLUP_MERGE_SECONDS per worker): "
               + ", ".join(f"{name} {fixed[(load, name)]:,.0f}" for name in TREES))

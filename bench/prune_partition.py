@@ -5,11 +5,11 @@ table, as `flask data prune` does, and compare with deleting rows.
 
 Each run creates the database egis_prune_bench_<pid>, migrates it (`upgrade_schema`: the
 partitions of this month and the next ones), puts N events into one month six months back (its own
-partition) and 100,000 into this month, then times `retention.prune` with the cutoff five months
+partition) and 100,000 into this month, then times `app.retention.prune` with the cutoff five months
 back: the old month's partition is counted and dropped, the rest of the tables are swept by
 batched DELETEs (nothing to find in them). Rows go in with INSERT ... SELECT generate_series, on
 the server. `--compare-delete M` also times deleting M rows of one month row by row
-(`retention.delete_where`, what an unpartitioned table needs), to scale against.
+(`app.retention.deletes.delete_where`, what an unpartitioned table needs), to scale against.
 """
 import argparse
 import statistics
@@ -54,8 +54,9 @@ def fresh_database():
 
 
 def one_run(events: int) -> tuple[float, int]:
-    from app import partitions, retention
+    from app import partitions
     from app.partitions import month_start
+    from app.retention import prune
     from models import database
     from models.site import utcnow
 
@@ -73,10 +74,10 @@ def one_run(events: int) -> tuple[float, int]:
             seed(database, month_start(now), RECENT_EVENTS)
         database.execute_sql("VACUUM ANALYZE event")
         database.execute_sql("CHECKPOINT")
-        cutoffs = retention.PruneCutoffs(month_start(now, -5), now - timedelta(days=30),
+        cutoffs = prune.PruneCutoffs(month_start(now, -5), now - timedelta(days=30),
                                            now.date())
         started = time.perf_counter()
-        deleted = retention.prune(cutoffs)
+        deleted = prune.prune(cutoffs)
         seconds = time.perf_counter() - started
         (left,) = database.execute_sql("SELECT count(*) FROM event").fetchone()
     assert left == RECENT_EVENTS, left
@@ -84,8 +85,8 @@ def one_run(events: int) -> tuple[float, int]:
 
 
 def delete_rows(rows: int) -> float:
-    from app import retention
     from app.partitions import month_start
+    from app.retention import deletes
     from models import Event, database
     from models.site import utcnow
 
@@ -97,7 +98,7 @@ def delete_rows(rows: int) -> float:
         database.execute_sql("VACUUM ANALYZE event")
         database.execute_sql("CHECKPOINT")
         started = time.perf_counter()
-        deleted = retention.delete_where(Event, Event.occurred_at < month_start(utcnow(), -5))
+        deleted = deletes.delete_where(Event, Event.occurred_at < month_start(utcnow(), -5))
         seconds = time.perf_counter() - started
     assert deleted == rows
     return seconds

@@ -1,5 +1,5 @@
-"""What a merge of the rollups costs (app.rollups): the time one `rollups.merge()` takes for the
-events stored since the last one, against the merge that finds nothing to do, in one run.
+"""What a merge of the rollups costs (app.rollups.merging): the time one `merging.merge()` takes
+for the events stored since the last one, against the merge that finds nothing to do, in one run.
 
     python bench/rollup_merge.py [--base 200000] [--tails 1000 10000 50000] [--rounds 3]
                                  [--sqlite FILE]
@@ -68,8 +68,10 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, url: str) -> None:
-    from app import partitions, rollups
+    from app import partitions
     from app.db import is_postgres, release_connections
+    from app.rollups import merging
+    from app.rollups.mark import mark
     from models import database
 
     app = upgrade(url)
@@ -91,7 +93,7 @@ def measure(args: argparse.Namespace, url: str) -> None:
             partitions.ensure(now - timedelta(days=30))
     seeded = store(args.base, 28, "base-")
     with app.app_context(), database.connection_context():
-        rollups.rebuild()
+        merging.rebuild()
     backend = "SQLite" if args.sqlite else "PostgreSQL"
     print(f"seeded {seeded:,} events and their rollups ({backend})")
     results: dict[int, list[tuple[float, float, int]]] = {tail: [] for tail in args.tails}
@@ -99,12 +101,12 @@ def measure(args: argparse.Namespace, url: str) -> None:
         for tail in args.tails:
             now += timedelta(hours=6)
             with app.app_context(), database.connection_context():
-                idle = statistics.median(timed(rollups.merge) for _ in range(5))
+                idle = statistics.median(timed(merging.merge) for _ in range(5))
             stored = store(tail, 1, f"r{round_number}-{tail}-")
             with app.app_context(), database.connection_context():
-                before = rollups.mark()
-                spent = timed(rollups.merge)
-                assert rollups.mark() > before, "the merge took no event"
+                before = mark()
+                spent = timed(merging.merge)
+                assert mark() > before, "the merge took no event"
             results[tail].append((spent, idle, stored))
     print("\n| events waiting | merge (ms) | µs per event | vs the no-op merge |")
     print("|---:|---:|---:|---:|")

@@ -6,24 +6,27 @@
 
 Creates (or reuses, with --reuse) a PostgreSQL database (default egis_analytics_bench), or with
 --sqlite a SQLite file, runs egis's migrations (`app.cli.upgrade_schema`, as `flask db upgrade`),
-and seeds one site, bench.example, with about N events over the last `--days` days shaped like real
-traffic (bench/visits.py: visits with their browser, country, language, device and screen, sources,
-channels, referrers and UTM campaigns on the entry page view, page views with web vitals,
-heartbeats, scrolls, clicks, form submits, errors, custom events with properties, goals; identified
-users; returning visitors; the last two days sampled at weight 2), with the visit context columns
-filled as ingest fills them (docs/ARCHITECTURE.md), plus server events, crawl hits, ingest tallies
-and a second site's noise (a tenth as many events). PostgreSQL rows go in through COPY, SQLite rows
-through executemany in transactions of 100,000; then the rows ingest keeps (visits, visit pages,
-quarter hours) are derived from them (app.rollups.rebuild, as migration 0011 does), in time order as
-ingest writes them, timed. --timezone sets the site's time zone when the schema has one (migration
-0009). Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
-arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest and
-the median of the others, in milliseconds (on a shared machine the fastest is the closest to the
-query's own cost). --indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES);
-without it they are dropped, so the table shows the schema as migrated (PostgreSQL). --cold adds a
-column: each tool called once over HTTP by a server just started with one worker (gunicorn or
-granian, as deployed), timed by the client. That is what an agent waits for when its call is a
-worker's first, which imports the agent layer (blueprints/mcp.py).
+and seeds one site, bench.example, with about N events over the last `--days` days shaped like
+real traffic (bench/visits.py: visits with their browser, country, language, device and screen,
+sources, channels, referrers and UTM campaigns on the entry page view, page views with web
+vitals, heartbeats, scrolls, clicks, form submits, errors, custom events with properties, goals;
+identified users; returning visitors; the last two days sampled at weight 2), with the visit
+context columns filled as ingest fills them (docs/ARCHITECTURE.md), plus server events, crawl
+hits, ingest tallies and a second site's noise (a tenth as many events). PostgreSQL rows go in
+through COPY, SQLite rows through executemany in transactions of 100,000; then the rows ingest
+keeps (visits,
+visit pages, quarter hours) are derived from them (app.rollups.merging.rebuild), in time order
+as ingest writes them, timed. --timezone sets the site's time zone when the schema has one
+(migration 0009).
+Then, unless --seed-only, every tool is called through the MCP layer (tools/call, default
+arguments: the last 30 days) `--repeat` times; the table shows the first call, then the fastest
+and the median of the others, in milliseconds (on a shared machine the fastest is the closest to
+the query's own cost).
+--indexes adds the covering indexes proposed for a migration (PROPOSED_INDEXES); without it
+they are dropped, so the table shows the schema as migrated (PostgreSQL).
+--cold adds a column: each tool called once over HTTP by a server just started with one worker
+(gunicorn or granian, as deployed), timed by the client. That is what an agent waits for when its
+call is a worker's first, which imports the agent layer (blueprints/mcp.py).
 """
 import argparse
 import io
@@ -268,10 +271,10 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def derive_rollups(app: Any) -> None:
-    """The rows ingest keeps of the seeded events (what migration 0011 does for events stored
-    before it), timed: ingest keeps them up to date, COPY does not."""
-    from app import rollups
+    """The rollups of the seeded events, derived at once (the merge after ingest keeps them up
+    to date; COPY does not go through it), timed."""
     from app.db import is_postgres, release_connections
+    from app.rollups import merging
     from models import database
 
     started = time.perf_counter()
@@ -279,7 +282,7 @@ def derive_rollups(app: Any) -> None:
         with database.atomic():
             if is_postgres():
                 database.execute_sql("SET LOCAL statement_timeout = 0")
-            count = rollups.rebuild()
+            count = merging.rebuild()
         for table in ("visit", "visit_page", "event_slot"):
             database.execute_sql(f"ANALYZE {table}")
     release_connections()

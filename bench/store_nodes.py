@@ -81,8 +81,8 @@ def main() -> None:
 
     from app import create_app
     from app.cli import upgrade_schema
+    from app.context.request import RequestContext
     from app.tracking import ingest, store
-    from app.visit.context import RequestContext
     from models import Site, database
 
     with suppress(psycopg2.errors.DuplicateDatabase):  # kept from an earlier run: migrated below

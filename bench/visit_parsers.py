@@ -7,11 +7,11 @@ memory, Python's import of ua-parser included), against a no-op call measured in
 interpreter:
 
 - ua-parser on the Rust accelerator with all three matchers (its default) against egis's
-  browser and OS matchers only (app.visit.user_agent): memory, a new User-Agent's parse;
-- the caches: functools.lru_cache around egis's whole derivation (what app.visit.user_agent
+  browser and OS matchers only (app.context.user_agent): memory, a new User-Agent's parse;
+- the caches: functools.lru_cache around egis's whole derivation (what app.context.user_agent
   does) against ua-parser's own CachingResolver (Lru, S3Fifo) around the parser, for a cached
   User-Agent;
-- iptocc's lookup, and the whole request context (app.visit.context.derive) for a new and a
+- iptocc's lookup, and the whole request context (app.context.request.derive) for a new and a
   repeated request;
 - what a request adds on the hot path: request_context in a browser request, and each event's
   own columns (app.tracking.ingest.page_columns).
@@ -66,39 +66,39 @@ resolver(UA.format(0), Domain.ALL)
 memory = rss() - before
 new = per_call(lambda n: resolver(UA.format(n), Domain.ALL), repeat)
 """,
-    "ua-parser, browser and OS matchers (app.visit.user_agent)": """
-from app.visit import user_agent
+    "ua-parser, browser and OS matchers (app.context.user_agent)": """
+from app.context import user_agent
 user_agent.describe(UA.format(0))
 memory = rss() - before
 new = per_call(lambda n: user_agent._describe.__wrapped__(UA.format(n), "?0", '"Windows"'),
                repeat)
 """,
-    "cached: functools.lru_cache around the derivation (app.visit.user_agent)": """
-from app.visit import user_agent
+    "cached: functools.lru_cache around the derivation (app.context.user_agent)": """
+from app.context import user_agent
 user_agent.describe(UA.format(1))
 memory = rss() - before
 new = per_call(lambda n: user_agent.describe(UA.format(1), "?0", '"Windows"'), repeat)
 """,
     **{f"cached: ua-parser's CachingResolver({cache}) around the parser":
        CACHING_RESOLVER.replace("CACHE", cache) for cache in ("Lru", "S3Fifo")},
-    "iptocc lookup (app.visit.country, registry data)": """
-from app.visit import country
+    "iptocc lookup (app.context.country, registry data)": """
+from app.context import country
 addresses = [f"193.99.{n % 256}.{n // 256 % 256}" for n in range(repeat)]
 country.country(addresses[0], country.registry_lookup)
 memory = rss() - before
 new = per_call(lambda n: country.country(addresses[n], country.registry_lookup), repeat)
 """,
-    "request context, a new User-Agent and address each (app.visit.context.derive)": """
-from app.visit import context, country
-derive = context.derive
+    "request context, a new User-Agent and address each (app.context.request.derive)": """
+from app.context import country, request
+derive = request.derive
 memory = rss() - before
 new = per_call(lambda n: derive(UA.format(n), "?0", '"Windows"', "de-DE",
                                 f"193.99.{n % 256}.{n // 256 % 256}", "large",
                                 country.registry_lookup), repeat)
 """,
-    "request context, repeated (app.visit.context.derive)": """
-from app.visit import context, country
-derive = context.derive
+    "request context, repeated (app.context.request.derive)": """
+from app.context import country, request
+derive = request.derive
 derive(UA.format(1), "?0", '"Windows"', "de-DE", "193.99.144.80", "large",
        country.registry_lookup)
 memory = rss() - before
@@ -107,18 +107,18 @@ new = per_call(lambda n: derive(UA.format(1), "?0", '"Windows"', "de-DE", "193.9
 """,
     "added per request: request_context in a browser request (cached)": """
 from flask import Flask, g
-from app.visit import context
+from app.context import request
 flask_app = Flask("bench")
 flask_app.config["GEOIP_DB"] = ""
-context.init_app(flask_app)
+request.init_app(flask_app)
 environ = {"REMOTE_ADDR": "193.99.144.80", "HTTP_USER_AGENT": UA.format(86),
            "HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9", "HTTP_SEC_CH_UA_MOBILE": "?0",
            "HTTP_SEC_CH_UA_PLATFORM": '"Windows"'}
 with flask_app.test_request_context("/api/events", method="POST", environ_base=environ):
     g.browser = True
-    context.request_context({"screenWidth": 1280})
+    request.request_context({"screenWidth": 1280})
     memory = rss() - before
-    new = per_call(lambda n: context.request_context({"screenWidth": 1280}), repeat)
+    new = per_call(lambda n: request.request_context({"screenWidth": 1280}), repeat)
 """,
     "added per event: path, host and acquisition of a page view with UTM tags (cached)": """
 from app.tracking.ingest import page_columns

@@ -6,6 +6,7 @@ from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from app import cors
 from app.bodies import json_object, raw_body
+from app.context.request import request_context
 from app.errors import ApiError
 from app.fields import (
     MAX_EPOCH_MS,
@@ -20,7 +21,6 @@ from app.privacy import looks_like_email
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 from app.validation import FastLoader
-from app.visit.context import request_context
 from models.event import EVENT_TYPES
 from models.ingest_tally import REJECTED_403_PLAN
 

@@ -6,12 +6,12 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app import cors
 from app.bodies import json_object, raw_body
+from app.context.request import request_context
 from app.fields import JSONObject, Text
 from app.idempotency import idempotent, once
 from app.openapi import documented
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
-from app.visit.context import request_context
 
 bp = Blueprint("goals", __name__)
 cors.enable(bp)

@@ -6,6 +6,7 @@ from app.errors import DATABASE_RETRY_AFTER_SECONDS, render
 from app.limits import store_is_up
 from app.metrics import render_metrics
 from app.openapi import build_spec
+from app.rollups.replica import state as replica_state
 from models import database
 
 bp = Blueprint("ops", __name__)
@@ -20,17 +21,21 @@ def healthz():
 @bp.get("/readyz")
 @without_database
 def readyz():
-    """Ready when the database answers. The rate-limit store is reported, not required:
-    without it requests are allowed uncounted (app.limits), which is degraded, not down."""
+    """Ready when the database answers. The rate-limit store and the read replica are
+    reported, not required: without the store requests are allowed uncounted (app.limits),
+    without the replica the primary answers the reads (app.rollups.replica); degraded, not
+    down."""
     try:
         with database.connection_context():
             database.execute_sql("SELECT 1")
+            replica = replica_state()
     except Exception as error:  # any failure to reach the database means not ready
         current_app.logger.warning("not ready: %s", type(error).__name__)
         return render(503, "The database is unavailable.",
                       {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
     return {"status": "ready", "database": "up",
-            "rateLimitStore": "up" if store_is_up() else "down"}
+            "rateLimitStore": "up" if store_is_up() else "down",
+            **({"readReplica": replica} if replica is not None else {})}
 
 
 @bp.get("/metrics")

@@ -16,6 +16,7 @@ from models.oauth_token import OAuthToken
 from models.rollup_mark import RollupMark
 from models.server_event import ServerEvent
 from models.site import Site
+from models.upgrade_task import UpgradeTask
 from models.usage import Usage
 from models.visit import Visit
 from models.visit_page import VisitPage
@@ -24,10 +25,11 @@ from models.visitor_state import VisitorState
 
 ALL_MODELS = (Site, ApiKey, Batch, Event, ServerEvent, CrawlHit, Usage, IngestTally,
               InstanceSecret, VisitorSalt, VisitorState, IdempotencyKey, Visit, VisitPage,
-              EventSlot, RollupMark, OAuthClient, ConnectCode, OAuthGrant, OAuthCode, OAuthToken)
+              EventSlot, RollupMark, OAuthClient, ConnectCode, OAuthGrant, OAuthCode, OAuthToken,
+              UpgradeTask)
 
 __all__ = ["ALL_MODELS", "ApiKey", "BaseModel", "Batch", "ConnectCode", "CrawlHit", "Event",
            "EventSlot", "IdempotencyKey", "IngestTally", "InstanceSecret", "JSONField",
            "OAuthClient", "OAuthCode", "OAuthGrant", "OAuthToken", "RollupMark",
-           "ServerEvent", "Site", "Usage", "Visit", "VisitPage", "VisitorSalt", "VisitorState",
-           "database"]
+           "ServerEvent", "Site", "UpgradeTask", "Usage", "Visit", "VisitPage", "VisitorSalt",
+           "VisitorState", "database"]

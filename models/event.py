@@ -1,3 +1,6 @@
+from contextvars import ContextVar
+from typing import Any
+
 from peewee import (
     BigAutoField,
     BigIntegerField,
@@ -5,17 +8,26 @@ from peewee import (
     DateTimeField,
     FloatField,
     IntegerField,
+    ModelSelect,
     TextField,
 )
 
 from models.base import BaseModel, JSONField
+
+# The largest event id that the statements of this context may read, or None (no bound): a read
+# of the agent's tools sets it to the rollups' mark in its snapshot (app.rollups.mark), so that
+# every event it scans is one its visits count, and none stored since.
+readable_through: ContextVar[int | None] = ContextVar("readable_through", default=None)
 
 EVENT_TYPES = ("pageview", "click", "form_submit", "scroll", "performance", "custom", "goal",
                "error", "heartbeat")
 
 
 class Event(BaseModel):
-    """A stored tracking event (goals posted to /api/goals are events of type `goal`)."""
+    """A stored tracking event (goals posted to /api/goals are events of type `goal`).
+
+    `select` adds `id <= readable_through` when that is set: the one place every read of the
+    table starts from, whatever builds the statement."""
 
     id = BigAutoField()
     site_id = IntegerField()  # no FK constraint: see Batch
@@ -63,6 +75,12 @@ class Event(BaseModel):
             (("site_id", "occurred_at"), False),
             (("site_id", "type", "occurred_at"), False),
         )
+
+    @classmethod
+    def select(cls, *fields: Any) -> ModelSelect:
+        query = super().select(*fields)
+        through = readable_through.get()
+        return query if through is None else query.where(cls.id <= through)
 
 
 # Most events carry no identified user: index only those that do (the revenue join reads them).

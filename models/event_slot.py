@@ -14,7 +14,7 @@ from models.base import BaseModel
 
 class EventSlot(BaseModel):
     """Events of one type of a site in one quarter hour (UTC) of their time, counted and their
-    weights summed: merged from the events after ingest (app.rollups, app.event_slots), so
+    weights summed: merged from the events after ingest (app.rollups.event_slots), so
     that event counts per period or per local hour, day, week or month read a few rows per
     quarter hour instead of the events. Every zone's offset is a whole number of quarter hours,
     so a local day starts at a slot's start.

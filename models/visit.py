@@ -14,14 +14,14 @@ from models.base import BaseModel
 
 # The event types a visit's `interactions` counts: a visit with one is no bounce.
 INTERACTIONS = ("click", "form_submit", "custom", "goal", "heartbeat")
-# The visit context of a request (app.visit.context), the visit's from its first page view.
+# The visit context of a request (app.context.request), the visit's from its first page view.
 CONTEXT_COLUMNS = ("country", "device", "browser", "browser_version", "os", "os_version",
                    "language", "screen")
 
 
 class Visit(BaseModel):
     """One visit (a session id of a site) as its stored events make it, merged from the events
-    after ingest (app.rollups, app.visits), so that the agent's visit figures
+    after ingest (app.rollups.visits), so that the agent's visit figures
     read one row per visit instead of grouping the period's events by session.
 
     The analytics read a period's visits from here: the rows inside the period as they are, and the

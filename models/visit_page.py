@@ -15,7 +15,7 @@ NO_PAGE = ""  # the page of events without one: a key column cannot be NULL and 
 
 class VisitPage(BaseModel):
     """One page of one visit (a session of a site), as its stored events on that page make it:
-    merged from the events after ingest (app.rollups, app.visit_pages), so that the
+    merged from the events after ingest (app.rollups.visit_pages), so that the
     agent's `event:page` breakdowns read one row per (visit, page) instead of grouping the
     period's events by page and session.
 

@@ -12,7 +12,7 @@ SALT_LIFETIME = timedelta(hours=48)
 class VisitorSalt(BaseModel):
     """The random salt of one UTC day under which storage-free visitors are hashed
     (app.tracking.anonymous): shared by every worker and host through the database, deleted
-    48 hours after its day began (app.retention), so that no visitor id links two days."""
+    48 hours after its day began (app.retention.prune), so that no visitor id links two days."""
 
     day = DateField(unique=True)
     value = CharField(max_length=64)  # 32 random bytes, hex

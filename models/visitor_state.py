@@ -6,7 +6,7 @@ from models.base import BaseModel
 class VisitorState(BaseModel):
     """The current visit of one visitor whose visits egis derives (storage-free tracking,
     app.tracking.anonymous): its session id and the time of its latest event. Deleted with the
-    salt of `day`, 48 hours after that day began (app.retention)."""
+    salt of `day`, 48 hours after that day began (app.retention.prune)."""
 
     # A plain column, not a foreign key, like the other ingest-path tables.
     site_id = IntegerField()

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg2
 import pytest
 import redis
+from peewee import AutoField
 
 from app import create_app, keys
 from app.cli import upgrade_schema
@@ -96,8 +97,9 @@ def truncate_all() -> None:
         else:
             # DELETE and a sequence reset: on these few rows, ~1 ms where TRUNCATE takes 25-100.
             deletes = "".join(f'DELETE FROM "{table}";' for table in reversed(tables))
-            resets = ", ".join(f"setval(pg_get_serial_sequence('\"{table}\"', 'id'), 1, false)"
-                               for table in tables)
+            resets = ", ".join(f"setval(pg_get_serial_sequence('\"{model._meta.table_name}\"', "
+                               "'id'), 1, false)" for model in ALL_MODELS
+                               if isinstance(model._meta.primary_key, AutoField))
             database.execute_sql(f"{deletes} SELECT {resets}")
 
 
@@ -108,7 +110,7 @@ def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
     def build(**overrides: Any):
         # Tallies written and rollups merged at once, so that a test reads them right after its
         # request; the deferred way the service runs by default has tests of its own
-        # (tests/test_tally.py, tests/test_rollups.py).
+        # (tests/test_tally.py, tests/rollups/).
         return create_app({"DATABASE_URL": migrated, "TESTING": True,
                            "TALLY_FLUSH_SECONDS": 0, "ROLLUP_MERGE_SECONDS": 0, **overrides})
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask
 
-from app import rollups
+from app.rollups import merging
 from models import Event, Site, database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def site_with_events(app: Flask, make_site: Callable[..., Any], domain: str,
     with db(app):
         Site.update(timezone=timezone).where(Site.id == keys.site.id).execute()
         Event.insert_many(events(keys.site.id, other.site.id)).execute()
-        rollups.rebuild()  # rows written beside the store path
+        merging.rebuild()  # rows written beside the store path
     return keys
 
 

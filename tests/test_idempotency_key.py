@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from app import retention
 from app.idempotency import answer_once
+from app.retention import prune
 from models import CrawlHit, Event, IdempotencyKey, ServerEvent, database
 from models.site import utcnow
 from tests.conftest import BACKEND
@@ -152,7 +152,7 @@ def test_a_key_older_than_7_days_is_new_again_and_pruned(client, app, std_site):
     with db(app):
         IdempotencyKey.update(created_at=utcnow() - timedelta(days=8)).where(
             IdempotencyKey.key == "old").execute()
-        deleted = retention.prune(retention.PruneCutoffs.at(utcnow(), 12, 30))
+        deleted = prune.prune(prune.PruneCutoffs.at(utcnow(), 12, 30))
         assert deleted["idempotency_key"] == 1
         assert [row.key for row in IdempotencyKey.select()] == ["recent"]
 

@@ -6,14 +6,12 @@ the valid values and the closest one, which marshmallow's per-field message dict
 So the input schemas are written here as JSON Schema, without recursive `$ref` (some MCP
 clients reject them): a filter is described as an array and its structure checked in code.
 """
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 from flask import current_app
 
-from app import rollups
 from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
 from app.analytics import base, describe, funnel, query
@@ -21,6 +19,7 @@ from app.analytics.base import ArgumentError, closest
 from app.analytics.filters import parse_filters
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
 from app.fields import whole_number
+from app.rollups import reads
 from app.sql import QueryTimeoutError
 from models import Site
 
@@ -29,18 +28,30 @@ TIMEOUT = ("The query ran longer than {seconds:g} s and was stopped. Narrow it: 
            "fewer dimensions (time:day rather than time:hour), or filters.")
 
 
-@contextmanager
-def reading_or_tool_error() -> Iterator[None]:
-    """base.reading with the configured time limit, after merging what the rollups do not
-    hold yet (app.rollups), so that the answer counts every event stored before the call; a
-    stopped statement becomes a ToolError."""
+def answer_or_tool_error(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`run()` within base.reading with the configured time limit, after merging what the
+    rollups do not hold yet, on the read replica when there is one and it has caught up
+    (app.rollups.reads): so the answer counts every event stored before the call. The read's
+    warnings join the answer's; a stopped statement becomes a ToolError."""
     seconds = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
-    rollups.merge()
-    try:
+
+    def within_limit() -> dict[str, Any]:
         with base.reading(seconds):
-            yield
+            return run()
+
+    try:
+        found, warnings = reads.answer(within_limit)
     except QueryTimeoutError:
         raise ToolError(TIMEOUT.format(seconds=seconds)) from None
+    return {**found, "warnings": [*found.get("warnings", []), *warnings]} if warnings else found
+
+
+def tool_output(structured: dict[str, Any], render: Callable[[dict[str, Any]], str]
+                ) -> ToolOutput:
+    """The answer and its text; a warning the tool's text does not render goes at its end."""
+    text = render(structured)
+    unsaid = [warning for warning in structured.get("warnings", []) if warning not in text]
+    return ToolOutput(structured, "\n".join([text, *(f"Warning: {w}" for w in unsaid)]))
 
 
 def _date(arguments: dict[str, Any], name: str) -> date | None:
@@ -94,17 +105,16 @@ def _tool(name: str, title: str, description: str, properties: dict[str, Any],
                                         f" Valid arguments: {', '.join(valid)}.")
             period = base.resolve_period(site.timezone, _date(arguments, "from"),
                                          _date(arguments, "to"), arguments.get("period"))
-            with reading_or_tool_error():
-                found = run(site, period, arguments)
+            found = answer_or_tool_error(lambda: run(site, period, arguments))
         except ArgumentError as error:
             raise ToolError(str(error)) from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
                       "to": period.last.isoformat(), "timezone": period.timezone, **found}
-        return ToolOutput(structured, render(structured))
+        return tool_output(structured, render)
 
     input_schema = {"type": "object", "properties": {**properties, **PERIOD_PROPERTIES},
                     "required": required, "additionalProperties": False}
-    output_schema = {"type": "object", "properties": {**ENVELOPE, **output},
+    output_schema = {"type": "object", "properties": {**ENVELOPE, "warnings": WARNINGS, **output},
                      "required": [*ENVELOPE, *output]}
     output_schema = catalogue_schema(output_schema)
     return Tool(name, title, description, input_schema, output_schema, handler)
@@ -114,6 +124,7 @@ ENVELOPE: dict[str, Any] = {"site": {"type": "string"}, "from": {"type": "string
                             "to": {"type": "string"}, "timezone": {"type": "string"},
                             "estimated": {"type": "boolean"}}
 NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
+WARNINGS = {"type": "array", "items": {"type": "string"}}
 FILTERS = {
     "type": "array", "items": {"type": "array"},
     "description": "All must hold. Each [op, dimension, [values]], op is, is_not, contains, "
@@ -158,7 +169,7 @@ QUERY = _tool(
                                                          "change": NUMBERS}}},
          "required": ["dimensions", "metrics"]}},
      "totals": NUMBERS, "total_rows": {"type": "integer"},
-     "warnings": {"type": "array", "items": {"type": "string"}}},
+     "warnings": WARNINGS},
     _run_query, render_query)
 
 

@@ -54,6 +54,7 @@ class Result(Schema):
     to = _str()
     timezone = fields.String()
     estimated = fields.Boolean(required=True)
+    warnings = fields.List(fields.String())
 
 
 class OverviewResult(Result):

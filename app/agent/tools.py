@@ -12,7 +12,12 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 
 from app.agent.protocol import McpServer, Tool, ToolError, ToolOutput
-from app.agent.read_tools import READ_TOOLS, catalogue_schema, reading_or_tool_error
+from app.agent.read_tools import (
+    READ_TOOLS,
+    answer_or_tool_error,
+    catalogue_schema,
+    tool_output,
+)
 from app.agent.retired import RETIRED_TOOLS
 from app.agent.schemas import (
     CrawlerArgs,
@@ -40,7 +45,7 @@ from app.validation import json_schema_of
 from models import Site
 
 Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]
-CATALOGUE_LIMIT = 15_000  # characters of the tools/list answer (JSON)
+CATALOGUE_LIMIT = 16_000  # characters of the tools/list answer (JSON), chart apps' _meta included
 
 
 def zone_of(period: base.Period) -> dict[str, str]:
@@ -62,13 +67,12 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
         try:
             period = base.resolve_period(site.timezone, loaded.pop("from_", None),
                                          loaded.pop("to", None), loaded.pop("period", None))
-            with reading_or_tool_error():
-                found = run(site, period, loaded)
+            found = answer_or_tool_error(lambda: run(site, period, loaded))
         except base.ArgumentError as error:
             raise ToolError(f"Invalid arguments for {name}: {error}") from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
                       "to": period.last.isoformat(), **zone_of(period), **found}
-        return ToolOutput(structured, render(structured))
+        return tool_output(structured, render)
 
     return Tool(name, title, description, json_schema_of(args),
                 catalogue_schema(json_schema_of(result)), handler)

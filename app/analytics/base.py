@@ -20,7 +20,8 @@ from peewee import (
     fn,
 )
 
-from app.sql import bytewise, read_transaction, reads_in_parallel
+from app.rollups.mark import counting_merged
+from app.sql import bytewise, export_snapshot, read_transaction, reads_in_parallel
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
@@ -165,16 +166,18 @@ def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def reading(timeout_seconds: float | None = None,
-            memo: dict[Hashable, Any] | None = None) -> Iterator[None]:
+def reading(timeout_seconds: float | None = None, memo: dict[Hashable, Any] | None = None,
+            snapshot: str | None = None) -> Iterator[None]:
     """One read-only transaction per tool call (app.sql.read_transaction, with its time limit),
-    so its statements see one snapshot; a statement stopped by the limit raises
-    app.sql.QueryTimeoutError. What `memoized` computes lives as long as the transaction, or as the
-    call's whose `memo` a concurrent read shares."""
+    so its statements see one snapshot (`snapshot`, another transaction's, exported, for
+    `concurrently`), in which the event scans stop at the rollups' mark
+    (app.rollups.mark.counting_merged): every figure of one answer counts the same events. A
+    statement stopped by the limit raises app.sql.QueryTimeoutError. What `memoized` computes
+    lives as long as the transaction, or as the call's whose `memo` a concurrent read shares."""
     memo_token, limit_token = (_call_memo.set({} if memo is None else memo),
                                _call_timeout.set(timeout_seconds))
     try:
-        with read_transaction(timeout_seconds):
+        with read_transaction(timeout_seconds, snapshot), counting_merged():
             yield
     finally:
         _call_memo.reset(memo_token)
@@ -193,9 +196,10 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     if len(calls) < 2 or not can_run_concurrently():
         return [call() for call in calls]
     timeout, memo = _call_timeout.get(), _call_memo.get()
+    snapshot = memoized("snapshot", export_snapshot)  # this call's: same events, same rollups
 
     def beside(call: Callable[[], Any]) -> Any:
-        with database.connection_context(), reading(timeout, memo):
+        with database.connection_context(), reading(timeout, memo, snapshot):
             return call()
 
     within = _within.set(True)
@@ -223,8 +227,8 @@ def is_sampled(weight: Any) -> Case:
 
 def event_scope(site_id: int, period: Period) -> Expression:
     """The events a read of `period` scans: the one place where the analytics render the event
-    table's site and period bound, so that a bound on what a read may see (such as the events
-    the rollups have merged) is added here once."""
+    table's site and period bound. The bound on what a read may see (the events the rollups
+    have merged) is models.Event's `select`, under every scan of the table."""
     return (Event.site_id == site_id) & period.covers(Event.occurred_at)
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
-from app import event_slots, visit_pages, visits
 from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized, when
 from app.analytics.local_time import offset_changes
 from app.analytics.vocabulary import visit_figures
+from app.rollups import event_slots, visit_pages, visits
 from app.sql import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
@@ -39,9 +39,9 @@ def _visit_values(source: Any, columns: set[str]) -> list[Any]:
 @dataclass(frozen=True)
 class Edges:
     """The sessions of a period that cross its first or last instant (a handful), as their
-    events in the period make them: their visit rows (app.visits.derived; without a page view
-    in the period a session is no visit there) and the condition on Event that reads those
-    events."""
+    events in the period make them: their visit rows (app.rollups.visits.derived; without a
+    page view in the period a session is no visit there) and the condition on Event that reads
+    those events."""
 
     visits: tuple[dict[str, Any], ...] = ()
     events: Any = None

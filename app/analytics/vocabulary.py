@@ -8,7 +8,7 @@ A dimension's SQL is a function of `Row`, the columns it reads from: `event` (th
 the selected event) and `visit` (the visits CTE's columns: the visit's first page view). The
 visit columns are named after the dimension (`visit:country` -> column `country` of the visit
 table, models.Visit), so a query reads only the visit columns it uses. Every value is a column
-stored at ingest (app.visit: context and acquisition; migration 0016 filled the rows stored
+stored at ingest (app.context: context and acquisition; migration 0016's task filled the rows stored
 before those columns existed): nothing is parsed from a URL or a referrer at read time.
 
 A metric is computed from the sums of its row (`SUMS`, the compiler's aggregates): `sums` names
@@ -179,7 +179,7 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
 )}
 PROPS_DEFINITION = "The event's property <key>, as text."
 DIMENSION_NAMES = (*DIMENSIONS, f"{PROPS}<key>")
-DIRECT = "(direct)"  # visit:source without a referrer (app.visit.acquisition's DIRECT_SOURCE)
+DIRECT = "(direct)"  # visit:source without a referrer (app.context.acquisition's DIRECT_SOURCE)
 
 
 def dimension(name: Any, argument: str = "dimension") -> Dimension:

@@ -1,6 +1,8 @@
-"""`flask db upgrade`, `flask db partitions`: the schema (app/migrations) and the event table's
-monthly partitions (app/partitions.py)."""
+"""`flask db upgrade`, `flask db partitions`: the schema (app/migrations), the upgrade tasks a
+migration leaves to the live code (models.UpgradeTask), the event table's monthly partitions
+(app/partitions.py), and the rollups of the events stored (app.rollups)."""
 import os
+from collections.abc import Callable
 
 import click
 from flask.cli import AppGroup
@@ -9,28 +11,51 @@ from playhouse.migrations import Runner
 from app import partitions
 from app.cli.common import connected
 from app.db import is_postgres
-from models import database
+from app.rollups.merging import merge
+from app.tracking.backfill import fill_derived_columns
+from models import UpgradeTask, database
 
 MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migrations")
 MIGRATION_LOCK_ID = 0x6567_6973  # "egis": one upgrade at a time on a PostgreSQL server
+
+# What a migration asked to be run with this version's code (it names the task, in upgrade_task).
+UPGRADE_TASKS: dict[str, Callable[[], None]] = {"derived_columns": fill_derived_columns}
 
 db_cli = AppGroup("db", help="Database schema.")
 
 
 def upgrade_schema() -> list[str]:
-    """Apply pending migrations, then create the event partitions due (PostgreSQL); returns the
+    """Apply pending migrations and the upgrade tasks they left, then create the event
+    partitions due (PostgreSQL) and merge the events waiting into the rollups (after an upgrade
+    that leaves them to be derived, every event: migrations 0011 and 0014); returns the
     migrations' names (empty when up to date)."""
     with database.connection_context():
         if not is_postgres():
-            return Runner(database.obj, directory=MIGRATIONS_DIR).up()
+            applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
+            run_upgrade_tasks()
+            merge()
+            return applied
         # Two instances deploying at once must not both apply the same migration.
         database.execute_sql("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
         try:
             applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
+            run_upgrade_tasks()
         finally:
             database.execute_sql("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
         partitions.ensure()
+        merge()
         return applied
+
+
+def run_upgrade_tasks() -> None:
+    """Run each upgrade task a migration asked for, each in one transaction with the deletion
+    of its row: done once, or (stopped midway) again by the next upgrade."""
+    if not database.table_exists(UpgradeTask._meta.table_name):
+        return  # migrated to before 0016 only (tests of older migrations)
+    for (name,) in UpgradeTask.select(UpgradeTask.name).order_by(UpgradeTask.name).tuples():
+        with database.atomic():
+            UPGRADE_TASKS[name]()
+            UpgradeTask.delete().where(UpgradeTask.name == name).execute()
 
 
 @db_cli.command("upgrade")

@@ -10,7 +10,7 @@ from peewee import (
     SmallIntegerField,
 )
 
-from models.base import JSONField
+from app.migrations.frozen import JSONField
 
 
 def up(migrator, db):

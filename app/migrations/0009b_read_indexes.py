@@ -21,7 +21,7 @@ them reads the whole table once, under a lock that holds back ingest meanwhile: 
 table, deploy in a quiet hour. SQLite (the small deployments) keeps its indexes: a partial index is used there
 only when the query spells its condition as a literal, and Peewee binds values as parameters.
 """
-from app.db import create_postgres_indexes, drop_postgres_indexes
+from app.migrations.frozen import create_postgres_indexes, drop_postgres_indexes
 
 INDEXES = {
     "event_page_steps": "ON event (site_id, path text_pattern_ops, occurred_at) "

@@ -1,8 +1,11 @@
 """Rollups kept at ingest for the agent's reads (issue 24): each visit's pages
-(models.VisitPage, app.visit_pages), events per quarter hour and type (models.EventSlot,
-app.event_slots), and two columns of the visit (heartbeats, uniform); derived here from the
-events already stored, reading the event table twice (bench/README.md gives the time at 10
-million events). Also:
+(models.VisitPage), events per quarter hour and type (models.EventSlot), and two columns of the
+visit (heartbeats, uniform). The version that wrote it derived them here from the events
+already stored; they are now derived after the upgrade: this migration empties the visit table,
+migration 0014 starts the rollups' mark at 0 when no rollup was kept, and `flask db upgrade`
+merges every event waiting (app/cli/db.py), with the merge that runs after ingest (bench/README.md
+gives the time at 10 million events). The tables are frozen here, as they were: a migration
+imports no live code. Also:
 
 - visit_long replaces the index on (site_id, ended_at): only visits of a day or more
   (`lasting`) are in it, so finding the visits that cross an instant is an index range of the
@@ -18,10 +21,21 @@ million events). Also:
 Run it, as every upgrade, before this version's workers start: the previous version's workers
 do not write the new tables.
 """
-from peewee import SQL, BooleanField, DoubleField, PostgresqlDatabase, fn
-
-from app import event_slots, visits
-from models import Event, EventSlot, VisitPage
+from peewee import (
+    SQL,
+    BigAutoField,
+    BigIntegerField,
+    BooleanField,
+    CharField,
+    DateTimeField,
+    DoubleField,
+    FloatField,
+    IntegerField,
+    Model,
+    PostgresqlDatabase,
+    SmallIntegerField,
+    TextField,
+)
 
 LOCK_TIMEOUT = "5s"
 # A batch updates its visit's page rows and the current quarter hour's row; none of the
@@ -34,6 +48,44 @@ NEW_COLUMNS = (("heartbeats", DoubleField(default=0, constraints=[SQL("DEFAULT 0
                ("lasting", BooleanField(default=False, constraints=[SQL("DEFAULT FALSE")])))
 
 
+def _tables(db):
+    class VisitPage(Model):
+        id = BigAutoField()
+        site_id = IntegerField()
+        session_id = CharField(max_length=128)
+        page = TextField()
+        visitor = CharField(max_length=128, null=True)
+        started_at = DateTimeField()
+        ended_at = DateTimeField()
+        events = IntegerField()
+        pageviews = IntegerField()
+        events_weight = DoubleField()
+        pageviews_weight = DoubleField()
+        weight = FloatField()
+
+        class Meta:
+            database = db
+            table_name = "visit_page"
+            indexes = ((("site_id", "session_id", "page"), True), (("site_id", "started_at"), False))
+
+    class EventSlot(Model):
+        id = BigAutoField()
+        site_id = IntegerField()
+        slot = DateTimeField()
+        type = CharField(max_length=64)
+        shard = SmallIntegerField()
+        events = BigIntegerField()
+        weight = DoubleField()
+        top_weight = FloatField()
+
+        class Meta:
+            database = db
+            table_name = "event_slot"
+            indexes = ((("site_id", "slot", "type", "shard"), True),)
+
+    return [VisitPage, EventSlot]
+
+
 def up(migrator, db):
     postgres = isinstance(db, PostgresqlDatabase)
     if postgres:
@@ -44,21 +96,16 @@ def up(migrator, db):
     present = {column.name for column in db.get_columns("visit")}
     migrator.migrate(*(migrator.add_column("visit", name, field) for name, field in NEW_COLUMNS
                        if name not in present))  # 0010 on a new database made them already
-    db.create_tables([VisitPage, EventSlot])
+    db.create_tables(_tables(db))
     if postgres:  # room on each page to update a row in place (no new index entries)
         for table, percent in FILLFACTOR.items():
             db.execute_sql(f"ALTER TABLE {table} SET (fillfactor = {percent})")
     db.execute_sql("DROP INDEX IF EXISTS visit_site_id_ended_at")
-    db.execute_sql("CREATE INDEX visit_long ON visit (site_id, started_at) "
-                   f"WHERE {visits.long_visit().sql}")
-    db.execute_sql("CREATE INDEX visit_irregular ON visit (site_id, started_at) "
-                   f"WHERE {visits.irregular().sql}")
+    db.execute_sql("CREATE INDEX visit_long ON visit (site_id, started_at) WHERE lasting")
+    db.execute_sql("CREATE INDEX visit_irregular ON visit (site_id, started_at) WHERE NOT plain")
     db.execute_sql("CREATE INDEX event_sessionless ON event (site_id, occurred_at) "
                    "WHERE session_id IS NULL")
     db.execute_sql("DROP INDEX IF EXISTS event_sampled")
-    through = Event.select(fn.COALESCE(fn.MAX(Event.id), 0)).scalar()  # every event stored
-    visits.rebuild(through=through)
-    event_slots.rebuild(through=through)
 
 
 def down(migrator, db):
@@ -67,5 +114,5 @@ def down(migrator, db):
     if isinstance(db, PostgresqlDatabase):
         db.execute_sql(f"CREATE INDEX event_sampled {SAMPLED_INDEX}")
     db.execute_sql("CREATE INDEX visit_site_id_ended_at ON visit (site_id, ended_at)")
-    db.drop_tables([VisitPage, EventSlot])
+    db.drop_tables(_tables(db))
     migrator.migrate(*(migrator.drop_column("visit", name) for name, _ in NEW_COLUMNS))

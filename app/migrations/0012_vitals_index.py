@@ -28,7 +28,7 @@ table only for pages that VACUUM has marked all-visible: autovacuum does so for 
 SQLite (the small deployments) keeps its indexes: it reads its 30 days' 29,000 performance
 events of 1 million from the table in 0.1 s.
 """
-from app.db import create_postgres_indexes, drop_postgres_indexes
+from app.migrations.frozen import create_postgres_indexes, drop_postgres_indexes
 
 VITALS = ("lcp", "inp", "cls", "fcp", "ttfb")
 METRIC = ("(CASE WHEN (jsonb_typeof(properties -> '{0}') = 'number') "

@@ -32,7 +32,7 @@ the table through event_site_id_type_occurred_at, 21-34 ms against 17-44 ms for 
 per name that describe read before; and it uses a partial index only when the query spells its
 condition as a literal, which Peewee's bound parameters are not.
 """
-from app.db import create_postgres_indexes, drop_postgres_indexes
+from app.migrations.frozen import create_postgres_indexes, drop_postgres_indexes
 
 INDEXES = {
     "event_named_properties": "ON event (site_id, type, occurred_at) INCLUDE (name, weight, "

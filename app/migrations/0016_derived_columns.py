@@ -1,70 +1,35 @@
 """The read side reads a visit's source, channel and entry page, and an event's page and host,
-from the columns ingest stores (issue 37): no referrer, URL or UTM parameter is parsed in SQL
-any more. Events stored before ingest derived those columns (migration 0006 added them, empty
-on the rows already there) lack them; this fills them and derives the visits of their sessions
-again.
+from the columns ingest stores: no referrer, URL or UTM parameter is parsed in SQL any more.
+Events stored before ingest derived those columns (migration 0006 added them, empty on the
+rows already there) lack them.
 
-- Which rows: events with a page URL but no path, and page views without a channel (ingest
-  gives every page view one: `Direct` at least). A page URL that is no URL at all has no path
-  at ingest either: such rows are read again by a rerun, harmlessly.
-- How: with ingest's own derivation, app.tracking.ingest.page_columns (a pure function of the
-  event's type, pageUrl, referrer and its site's domain), so an old row reads exactly as the
-  same event stored today would; the rows are updated in groups of equal values.
-- Then the visits (models.Visit) and visit pages (models.VisitPage) of those rows' sessions are
-  derived again from their events up to the rollups' mark (app.visits.rebuild), as migration
-  0011 derived them; the events after the mark are merged later, already filled.
-
-Finding the rows reads the event table once (a sequential scan: at 10 million events on the
-2-core bench machine, see bench/README.md, "Migration 0016"); a database whose rows all came
-through ingest since 0006 finds none and changes nothing. Run it, as every upgrade, before
-this version's workers start.
+Filling them must derive exactly as ingest does today (its referrer table, its channel rules),
+which is live code that a migration may not import (a migration builds the schema it built
+when it was written). So this migration only creates the table of upgrade tasks and asks for
+the task `derived_columns`; `flask db upgrade` runs it right after the migrations with the
+version's own code (app.tracking.backfill) and deletes the row in the same transaction.
 """
-from collections import defaultdict
+from peewee import CharField, Model
 
-from peewee import PostgresqlDatabase, fn
-
-from app import visits
-from app.tracking.ingest import page_columns
-from models import Event, RollupMark, Site
-
-CHUNK = 5_000  # events read and updated at a time
+TASK = "derived_columns"
 
 
-def _lacking():
-    return ((Event.page_url.is_null(False) & Event.path.is_null())
-            | ((Event.type == "pageview") & Event.channel.is_null()))
+def _table(db):
+    class UpgradeTask(Model):
+        name = CharField(max_length=64, primary_key=True)
 
+        class Meta:
+            database = db
+            table_name = "upgrade_task"
 
-def _fill(ids: list[int], domains: dict[int, str],
-          sessions: dict[int, set[str]]) -> None:
-    """Derive and store the columns of the events `ids`; note their sessions."""
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    rows = (Event.select(Event.id, Event.site_id, Event.session_id, Event.type,
-                         Event.page_url, Event.referrer)
-            .where(Event.id.in_(ids)).tuples())
-    for event_id, site_id, session_id, kind, page_url, referrer in rows:
-        columns = page_columns(kind, page_url, referrer, domains.get(site_id, ""))
-        groups[tuple(sorted(columns.items()))].append(event_id)
-        if session_id is not None:
-            sessions[site_id].add(session_id)
-    for columns, members in groups.items():
-        Event.update(dict(columns)).where(Event.id.in_(members)).execute()
+    return UpgradeTask
 
 
 def up(migrator, db):
-    if isinstance(db, PostgresqlDatabase):
-        db.execute_sql("SET LOCAL statement_timeout = 0")
-    ids = [event_id for (event_id,) in Event.select(Event.id).where(_lacking()).tuples()]
-    if not ids:
-        return
-    domains = {site_id: domain for site_id, domain in Site.select(Site.id, Site.domain).tuples()}
-    sessions: dict[int, set[str]] = defaultdict(set)
-    for start in range(0, len(ids), CHUNK):
-        _fill(ids[start:start + CHUNK], domains, sessions)
-    through = (RollupMark.select(fn.MAX(RollupMark.merged_through)).scalar() or 0)
-    for site_id, site_sessions in sessions.items():
-        visits.rebuild(site_id, site_sessions, through=through)
+    table = _table(db)
+    db.create_tables([table])
+    table.insert(name=TASK).on_conflict_ignore().execute()
 
 
 def down(migrator, db):
-    pass  # the columns stay filled: the previous version reads them as well
+    db.drop_tables([_table(db)])

@@ -3,20 +3,21 @@
 Rules (docs/ARCHITECTURE.md, "The ingest contract"): plan gates, money stripped from properties,
 personal data filtered from form submissions, event time corrected for client clock skew, whole
 sessions sampled once a site is over its monthly quota, and a batch id stored at most once per site.
-Each event also gets its visit context (app.visit): the request's, derived by the caller, and its
+Each event also gets its visit context (app.context): the request's, derived by the caller, and its
 own page's path and host and, for a page view, its acquisition values.
 """
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import metrics, rollups, tally
+from app import metrics, tally
+from app.context.acquisition import NOT_A_PAGE_VIEW, acquisition, page_location
+from app.context.request import NO_CONTEXT, RequestContext
 from app.fields import MAX_EPOCH_MS
 from app.privacy import sanitize_form_submit, strip_money
+from app.rollups import timer as rollups
 from app.tracking import quota, store
 from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
-from app.visit.acquisition import NOT_A_PAGE_VIEW, acquisition, page_location
-from app.visit.context import NO_CONTEXT, RequestContext
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
@@ -85,7 +86,7 @@ def decide_sampling(site: Site, session_key: str | None, usage: quota.UsageCache
 def page_columns(event_type: str, page_url: str | None, referrer: str | None,
                  site_domain: str) -> dict[str, Any]:
     """An event's own visit columns: its page's path and host, and a page view's acquisition
-    values (app.visit.acquisition)."""
+    values (app.context.acquisition)."""
     path, hostname = page_location(page_url)
     if event_type != "pageview":
         return {"path": path, "hostname": hostname, **NOT_A_PAGE_VIEW}
@@ -116,7 +117,7 @@ def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
 
     With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
     ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone. `context` is the request's
-    visit context (app.visit.context), stored with every event.
+    visit context (app.context.request), stored with every event.
     """
     now = utcnow()
     period = quota.period_of(now)

@@ -9,7 +9,7 @@ query per event, and almost no Python work per event; the statement is prepared 
 connection (app.db.PreparedStatement). Peewee's query builder has no way to
 spell a column definition list (`AS e(type text, ...)`), hence the hand-written statement,
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
-in one transaction. The request's visit context (app.visit.context: country, device, ...) is
+in one transaction. The request's visit context (app.context.request: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
 fields of each batch), not once per event. The rollups (visits, their pages, quarter hours)
 are not written here: app.rollups merges the stored events into them later, in bulk, which
@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 from peewee import IntegrityError
 
+from app.context.request import NO_CONTEXT, RequestContext
 from app.db import PreparedStatement, is_postgres
-from app.visit.context import NO_CONTEXT, RequestContext
 from models import Batch, Event, Usage, database
 
 # Per-event columns; the batch-wide ones come from BatchRows.
@@ -98,7 +98,7 @@ WITH input AS (
     RETURNING id, site_id, batch_key
 ), kept AS (
     -- In the group's order, which the events' ids follow: the rollups break ties of time by
-    -- the event id (app.visits).
+    -- the event id (app.rollups.visits).
     SELECT input.*, new_batch.id AS batch_id
     FROM input JOIN new_batch USING (site_id, batch_key) ORDER BY input.position
 ), stored AS (

@@ -36,12 +36,14 @@ ARGUMENT_NAMES = ["metrics", "dimensions", "filters", "compare", "order_by", "li
 def listing(app, std_site):
     client = app.test_client()
 
-    def answer(era: str) -> bytes:
+    def answer(era: str, capabilities: dict[str, Any] | None = None) -> bytes:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         headers = {**std_site.server_headers(), "Accept": "application/json",
                    "MCP-Protocol-Version": era}
         if era == "2026-07-28":
-            body["params"] = {"_meta": MODERN_META}
+            body["params"] = {"_meta": {
+                **MODERN_META,
+                "io.modelcontextprotocol/clientCapabilities": capabilities or {}}}
             headers["Mcp-Method"] = "tools/list"
         response = client.post("/api/mcp", data=orjson.dumps(body), headers=headers,
                                content_type="application/json")
@@ -56,7 +58,16 @@ def test_the_whole_answer_is_small(listing, era):
     body = listing(era)
     tools = orjson.loads(body)["result"]["tools"]
     assert [tool["name"] for tool in tools] == TOOLS
-    assert len(body.decode()) < CATALOGUE_LIMIT <= 15_000, len(body)
+    assert len(body.decode()) < CATALOGUE_LIMIT <= 16_000, len(body)
+
+
+def test_the_answer_with_the_chart_apps_is_small_too(listing):
+    """A host that renders MCP Apps also reads `_meta.ui` on query and funnel."""
+    plain = listing("2026-07-28")
+    charts = listing("2026-07-28", {"extensions": {"io.modelcontextprotocol/ui": {
+        "mimeTypes": ["text/html;profile=mcp-app"]}}})
+    assert b"ui://egis/query" in charts and b"ui://egis/query" not in plain
+    assert len(plain) < len(charts) < CATALOGUE_LIMIT, len(charts)
 
 
 def test_no_schema_refers_to_another(listing):

@@ -21,8 +21,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from app import keys, rollups
+from app import keys
 from app.revenue.money import to_major_units
+from app.rollups import merging as rollups
 from app.tracking.ingest import page_columns
 from models import CrawlHit, Event, IngestTally, ServerEvent, Site, database
 from models.api_key import SERVER

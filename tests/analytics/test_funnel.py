@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app import rollups
 from app.analytics import funnel
 from app.analytics.base import ArgumentError, Period, reading
 from app.analytics.filters import parse_filters
+from app.rollups import merging as rollups
 from models import Event, Site, database
 
 PERIOD = Period(date(2026, 3, 1), date(2026, 3, 31))

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from app import rollups
+from app.rollups import merging as rollups
 from models import Event, database
 from tests.helpers import site_with_events, tool_result
 

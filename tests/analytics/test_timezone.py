@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from app import rollups
 from app.analytics.base import ArgumentError, Period, compare_period, resolve_period
+from app.rollups import merging as rollups
 from models import Event, Site, database
 from tests.analytics.test_analytics import _event
 from tests.test_cli import fails_with_one_line, ok, site_row

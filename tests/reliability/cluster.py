@@ -1,9 +1,13 @@
-"""A throwaway PostgreSQL cluster of our own, to crash and freeze without touching the shared one.
+"""A throwaway PostgreSQL cluster of our own, to crash, freeze or replicate without touching the
+shared one.
 
 `initdb` in a temporary directory (as the `postgres` user when we are root: initdb refuses
-root), the server on a free loopback port with its socket in that directory; `crash()` is
-`pg_ctl stop -m immediate`, `freeze()`/`thaw()` SIGSTOP/SIGCONT the postmaster and every
-backend. `destroy()` always leaves nothing running and nothing on disk.
+root), the server on a free loopback port with its socket in that directory, with `settings`
+of the test's (`-c name=value`); `crash()` is `pg_ctl stop -m immediate`, `freeze()`/`thaw()`
+SIGSTOP/SIGCONT the postmaster and every backend. `Cluster(standby_of=primary)` is a hot
+standby of a running cluster instead: `pg_basebackup -R` (streaming replication, as
+initdb's default settings allow on loopback). `destroy()` always leaves nothing running and
+nothing on disk.
 """
 import contextlib
 import glob
@@ -15,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.conftest import SiteKeys, create_site, free_port
 
 
 def _bin_dir() -> Path:
@@ -39,19 +43,25 @@ def children(pid: int) -> list[int]:
 
 
 class Cluster:
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None,
+                 standby_of: "Cluster | None" = None) -> None:
         self.bin = _bin_dir()
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="egis-chaos-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
+        self.settings = settings or {}
         self.as_owner: list[str] = []
         if os.geteuid() == 0:
             owner = pwd.getpwnam("postgres")
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
             self.as_owner = ["runuser", "-u", "postgres", "--"]
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                  "--no-sync", "--no-instructions")
+        if standby_of is None:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                      "--no-sync", "--no-instructions")
+        else:
+            self._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(standby_of.port), "-U",
+                      "postgres", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast")
         self.frozen: list[int] = []
 
     @property
@@ -62,11 +72,19 @@ class Cluster:
         subprocess.run([*self.as_owner, str(self.bin / tool), *arguments], check=True,
                        capture_output=True, timeout=timeout)
 
+    def url_of(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
     def start(self) -> None:
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   "-c max_connections=50")
+                   "-c max_connections=50"
+                   + "".join(f" -c {name}={value}" for name, value in self.settings.items()))
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w",
                   "start")
+
+    def stop(self) -> None:
+        """A clean shutdown (`-m fast`: sessions are ended, nothing is lost)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def crash(self) -> None:
         """Stop without a checkpoint, as a power cut would: recovery replays the WAL on start."""
@@ -109,3 +127,17 @@ class Cluster:
             if self._is_ours(postmaster):  # pg_ctl could not stop it: by its PID
                 os.kill(postmaster, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def migrated_site(url: str) -> SiteKeys:
+    """The schema on the database at `url` (`flask db upgrade`'s), and a standard site there
+    with its keys; the pool released after."""
+    from app import create_app
+    from app.cli import upgrade_schema
+    from app.db import release_connections
+
+    app = create_app({"DATABASE_URL": url})
+    upgrade_schema()
+    site = create_site(app, "std.example", "standard")
+    release_connections()
+    return site

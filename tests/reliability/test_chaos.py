@@ -22,18 +22,15 @@ from typing import Any
 import psycopg2
 import pytest
 
-from app import create_app
-from app.cli import upgrade_schema
 from app.db import release_connections
 from tests.conftest import (
     BACKEND,
     LiveServer,
     SiteKeys,
-    create_site,
     launch_server,
     stop_server,
 )
-from tests.reliability.cluster import Cluster, children
+from tests.reliability.cluster import Cluster, children, migrated_site
 from tests.reliability.wire import post, send
 from tests.tracking.helpers import batch, unique
 
@@ -78,10 +75,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     server = None
     try:
         cluster.start()
-        app = create_app({"DATABASE_URL": cluster.url})
-        upgrade_schema()
-        site = create_site(app, "std.example", "standard")
-        release_connections()
+        site = migrated_site(cluster.url)
         env = {f"EGIS_RATE_LIMIT_{name}": "1000000/minute" for name in ("KEY", "IP")}
         server = launch_server(cluster.url, tmp_path, workers=2, env=env, deploy_config=True)
         yield Stack(cluster, server, site)

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app import retention
 from app.analytics.base import Period
 from app.analytics.overview import overview
 from app.analytics.revenue import credited, revenue_by
+from app.retention import prune
 from app.tracking import anonymous
 from models import Event, Site, VisitorSalt, VisitorState
 from models.site import utcnow
@@ -235,7 +235,7 @@ def test_the_salt_changes_at_the_utc_day_and_is_gone_after_48_hours(client, app,
         assert len(set(salts.values())) == 2
 
         def prune_at(moment: datetime) -> tuple[list, list]:
-            deleted = retention.prune(retention.PruneCutoffs.at(moment, 13, 30))
+            deleted = prune.prune(prune.PruneCutoffs.at(moment, 13, 30))
             left = ([row.day for row in VisitorSalt.select().order_by(VisitorSalt.day)],
                     [row.visitor for row in VisitorState.select().order_by(VisitorState.day)])
             return (deleted["visitor_salt"], deleted["visitor_state"]), left

@@ -1,0 +1,213 @@
+"""The merge: the rows of the events stored since the last merge, added to the rollups (visits
+with their pages, app.rollups.visits and visit_pages; quarter hours, event_slots) with each
+table's merge rules (app.rollups.upserts), and the mark moved past them (app.rollups.mark).
+
+Why after ingest: merged in the store statement, the three upserts were a fixed cost of every
+request: PostgreSQL executed 2.6 times the instructions of the tree before them (75ace7a) for a
+1-event batch; merged here, many batches share one statement of each kind, and a batch's share
+is 1.38 times (bench/README.md, "Instructions per request on both sides").
+
+How: `merge` derives the rows of the events after the mark (the same `derived` the rebuilds
+use) and upserts them in transactions of at most MERGE_IDS ids that each move the mark, so each
+step is all or nothing. One merge at a time: an advisory lock on PostgreSQL, the write lock on
+SQLite. A merge that has nothing to do reads the mark and the id sequence only, and takes no
+lock (on SQLite no write lock). A merge never waits past its deadline, neither for the inserts
+in flight (app.rollups.mark) nor for the lock: it then leaves the mark where it is and says so,
+and the next merge takes the events. Erasure and pruning run within `merged`: everything
+merged first, the mark held still, and the rows they rebuild derived from the events up to the
+mark, so that no event is counted twice; `rebuild` (rows written beside the store path)
+derives every row from the events up to the last final id and moves the mark there in the same
+transaction.
+"""
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from contextvars import Context
+from functools import cache
+from time import monotonic
+from typing import Any
+
+from peewee import SQL, OperationalError, Select
+
+from app.db import SQLITE_BUSY_MILLISECONDS, is_postgres
+from app.rollups import event_slots, visit_pages, visits
+from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark
+from models import Event, database
+
+MERGE_LOCK_ID = 0x6567_6973_6D67  # "egismg": one merge at a time on a PostgreSQL server
+_AFTER, _THROUGH = -(2**62) - 1, -(2**62) - 2  # stand-ins for a merge's id range
+# Event ids per merge transaction: a backlog (timers that failed for a while) is merged in
+# steps, each well within the pool's statement_timeout (app.db).
+MERGE_IDS = 200_000
+DEFAULT_WAIT_SECONDS = 2.0  # EGIS_ROLLUP_WAIT_SECONDS's default (app.config)
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_not_available: lock_timeout ran out
+
+
+@cache
+def _merge_statements(postgres: bool) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """The three upserts of the events in an id range (_AFTER, _THROUGH], rendered once per
+    kind of database: rendering them took Peewee 13 ms of a merge's 16 ms of CPU (cProfile,
+    PostgreSQL, five new events). Rendered in an empty context: no read's bound on the events
+    (app.rollups.mark.counting_merged) may enter them."""
+    return Context().run(_render_merge_statements)
+
+
+def _render_merge_statements() -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    postgres = is_postgres()
+    scope = (Event.id > _AFTER) & (Event.id <= _THROUGH)
+    statements = []
+    for upsert, rows in ((visits.upsert_sql(postgres), visits.derived(scope)),
+                         (visit_pages.UPSERT_SQL, visit_pages.derived(scope)),
+                         (event_slots.UPSERT_SQL, event_slots.derived(scope))):
+        # WHERE: SQLite reads an upsert's SELECT with a join ambiguously without one
+        query = Select([rows.alias("rows")], [SQL("*")]).where(SQL("1 = 1"))
+        sql, params = database.get_sql_context().sql(query).query()
+        statements.append((upsert.format(rows=sql), tuple(params)))
+    return tuple(statements)
+
+
+def _add(after: int, through: int) -> None:
+    """Merge the events whose ids are in (after, through] into the three tables."""
+    for sql, params in _merge_statements(is_postgres()):
+        database.execute_sql(sql, [after if value == _AFTER else through if value == _THROUGH
+                                   else value for value in params])
+
+
+def _merge_through(through: int) -> int:
+    """Merge the events up to `through` (final ids) not merged yet, the merge lock held; the
+    mark after."""
+    merged_through = mark()
+    while merged_through < through:  # a long backlog in steps, each within a statement's limit
+        step = min(through, merged_through + MERGE_IDS)
+        with database.atomic():
+            _add(merged_through, step)
+            set_mark(step)
+        merged_through = step
+    return merged_through
+
+
+def _final_id(deadline: float) -> int | None:
+    """The largest id handed out, once it and every smaller one is final; None when inserts in
+    flight outlasted `deadline`. The merge lock held (SQLite: its transaction)."""
+    drawn = drawn_id()
+    return drawn if inserts_ended(deadline) else None
+
+
+@contextmanager
+def _sqlite_write_lock(deadline: float | None) -> Iterator[bool]:
+    """An IMMEDIATE transaction for the block (True), or False when another writer held the
+    lock past `deadline` (None: app.db's busy timeout)."""
+    with ExitStack() as transaction:
+        if deadline is not None:
+            waited = max(0, int((deadline - monotonic()) * 1000))
+            database.execute_sql(f"PRAGMA busy_timeout = {waited}")
+        try:
+            transaction.enter_context(database.atomic(lock_type="IMMEDIATE"))
+        except OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            held = False
+        else:
+            held = True
+        finally:
+            if deadline is not None:
+                database.execute_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_MILLISECONDS}")
+        yield held
+
+
+def _advisory_lock(deadline: float | None) -> bool:
+    """PostgreSQL's merge lock, waited for in the server until `deadline` (lock_timeout: no
+    polling round trips); None: as long as it takes. Whether it is held."""
+    if deadline is None:
+        database.execute_sql("SELECT pg_advisory_lock(%s)", (MERGE_LOCK_ID,))
+        return True
+    waited = int((deadline - monotonic()) * 1000)
+    if waited < 1:
+        return database.execute_sql("SELECT pg_try_advisory_lock(%s)",
+                                    (MERGE_LOCK_ID,)).fetchone()[0]
+    try:
+        database.execute_sql(f"SET lock_timeout = {waited}; SELECT pg_advisory_lock(%s)",
+                             (MERGE_LOCK_ID,))
+    except OperationalError as error:
+        if getattr(getattr(error, "orig", None), "pgcode", None) != LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    finally:
+        database.execute_sql("RESET lock_timeout")
+    return True
+
+
+@contextmanager
+def _merge_lock(deadline: float | None) -> Iterator[bool]:
+    """Hold the merge lock for the block (True), or yield False when another merge held it past
+    `deadline` (a time.monotonic() instant, the present: not at all; None: as long as it
+    takes). SQLite: the block is one IMMEDIATE transaction."""
+    if not is_postgres():
+        with _sqlite_write_lock(deadline) as held:
+            yield held
+        return
+    if not _advisory_lock(deadline):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        database.execute_sql("SELECT pg_advisory_unlock(%s)", (MERGE_LOCK_ID,))
+
+
+def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS, give_way: bool = False) -> bool:
+    """Merge every event committed so far and not merged yet. False when that took longer
+    than `wait_seconds` to begin: inserts in flight, or another merge, held it up (the mark
+    then stays, or moves by the other merge only). `give_way`: no wait for another merge (a
+    worker's timer, which tries again later: the other merge may take its events)."""
+    deadline = monotonic() + wait_seconds
+    drawn = drawn_id()
+    if drawn <= mark():
+        return True  # nothing stored since: no lock
+    if not inserts_ended(deadline):  # before the lock: a merge waiting holds up no other
+        return False
+    with _merge_lock(monotonic() if give_way else deadline) as held:
+        if held:  # SQLite: the largest id, final within the write lock
+            _merge_through(drawn if is_postgres() else largest_id())
+        return held
+
+
+@contextmanager
+def merged(wait_seconds: float = DEFAULT_WAIT_SECONDS) -> Iterator[int]:
+    """Everything final merged (inserts in flight waited for `wait_seconds` at most), and no
+    other merge until the block ends: yields the mark, the events up to which a rebuild within
+    the block must derive its rows."""
+    with _merge_lock(None):
+        final = _final_id(monotonic() + wait_seconds)
+        through = _merge_through(final) if final is not None else mark()
+        yield through
+        # SQLite gives a new row the largest id left plus one: after the block deleted the
+        # largest ids, new events would get ids the mark counts as merged.
+        if not is_postgres() and (largest := largest_id()) < through:
+            set_mark(largest)
+
+
+@contextmanager
+def deleting_events() -> Iterator[None]:
+    """Around deletions of events outside `merged` (prune's): on SQLite they, and bringing the
+    mark back to the largest id left, are one transaction (see `merged`); PostgreSQL's ids come
+    from a sequence, never used twice."""
+    if is_postgres():
+        yield
+        return
+    with merged():
+        yield
+
+
+def rebuild(wait_seconds: float = DEFAULT_WAIT_SECONDS) -> int:
+    """Derive every rollup again from the stored events, for rows written beside the store
+    path (tests, the benchmark's seeding): up to the last final id (the mark, when inserts in
+    flight outlast `wait_seconds`), and the mark moves there in the same transaction. How many
+    visit rows there are."""
+    with _merge_lock(None):
+        final = _final_id(monotonic() + wait_seconds)
+        through = mark() if final is None else final
+        with database.atomic():
+            count = visits.rebuild(through=through)
+            event_slots.rebuild(through=through)
+            set_mark(through)
+    return count

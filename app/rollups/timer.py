@@ -1,0 +1,60 @@
+"""When a worker merges (app.rollups.merging): EGIS_ROLLUP_MERGE_SECONDS after it stored
+events (a daemon timer, like app.tally's buffer; 0: in the request). Every read of the agent
+surface merges first as well (app.rollups.reads)."""
+import logging
+import threading
+
+from flask import Flask, current_app
+from peewee import PeeweeException
+
+from app import background
+from app.rollups.merging import merge
+
+log = logging.getLogger(__name__)
+
+
+class MergeTimer:
+    """Merges `interval` seconds after a worker stored events; one per process. No thread runs
+    while nothing is stored. Unlike app.tally's counts nothing is lost when a worker stops
+    before its timer: the events are stored, and the next merge or read takes them. A merge
+    that found another one running (which may take its events), or whose inserts in flight
+    outlasted `wait_seconds`, is tried again an interval later."""
+
+    def __init__(self, interval: float, wait_seconds: float) -> None:
+        self._interval = interval
+        self._wait_seconds = wait_seconds
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def stored(self) -> None:
+        """Events were stored: merge now (interval 0) or within the interval."""
+        if self._interval <= 0:
+            merge(self._wait_seconds)
+            return
+        with self._lock:
+            if self._timer is None:
+                self._timer = background.later(self._interval, self._merge_on_timer)
+
+    def _merge_on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+        if not self._merge_quietly():
+            self.stored()  # held up, or the database failed: try again
+
+    def _merge_quietly(self) -> bool:
+        try:
+            with background.own_connection():
+                return merge(self._wait_seconds, give_way=True)
+        except PeeweeException as error:
+            log.warning("could not merge the rollups, trying again: %s", type(error).__name__)
+            return False
+
+
+def stored() -> None:
+    """Tell this worker's timer that a request stored events."""
+    current_app.extensions["egis_rollups"].stored()
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["egis_rollups"] = MergeTimer(float(app.config["ROLLUP_MERGE_SECONDS"]),
+                                                float(app.config["ROLLUP_WAIT_SECONDS"]))
