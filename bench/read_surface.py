@@ -235,9 +235,22 @@ def measure(caller: Caller, repeat: int) -> tuple[list[float], list[Measured]]:
                        if not statement[1].upper().startswith("SET ")]
             slowest = max(queries, default=None, key=lambda statement: statement[0])
             if slowest and (not entry.statements or slowest[0] > entry.statements[0][0]):
-                settings = [sql for _, sql, _ in statements if sql.upper().startswith("SET ")]
+                settings = call_settings(statements)
                 entry.statements = [(*slowest, settings)]
     return noop, measured
+
+
+def call_settings(statements: list[tuple[float, str, Any]]) -> list[str]:
+    """The SETs a call made, each once, for EXPLAIN to repeat: a read in a REPEATABLE READ
+    snapshot (issue 38's read path) sets its transaction on each of its two connections, and
+    the second adopts the first's exported snapshot (`SET TRANSACTION SNAPSHOT`), which is gone
+    once the call is over, so that one is left out (EXPLAIN's transaction takes its own)."""
+    settings: list[str] = []
+    for _, sql, _ in statements:
+        if (sql.upper().startswith("SET ") and sql not in settings
+                and not sql.upper().startswith("SET TRANSACTION SNAPSHOT")):
+            settings.append(sql)
+    return settings
 
 
 def nearest_rank(values: list[float], share: float) -> float:
