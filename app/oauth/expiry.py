@@ -1,84 +1,80 @@
-"""What of the OAuth tables may go, as of a moment: the rules `flask data prune` deletes by
-(app.retention.prune runs them in small transactions). Nothing live goes, and nothing that
-reuse detection still needs.
+"""What of the OAuth tables is past all use as of a moment, and so may be deleted: the rules
+`flask data prune` deletes by (app.retention.prune runs them in small transactions). These are
+the lifetimes of secrets: they do not depend on how many months of data the operator keeps.
 
-Reuse detection (app.oauth.server) finds a replayed secret by its row: a used authorization code
-(`used_at`) revokes the grant it made, a rotated refresh token (`refreshed_at`) revokes its
-grant. Without the row the same secret is merely unknown, refused without revoking anything. A
-stolen refresh token may be used by the thief first, so that the owner's own copy is the one
-presented again later, after up to the 30 days it would have lived unrotated or longer: every
-code and token row of a grant therefore stays as long as the grant can live. A grant lives
-until it is revoked, or until its newest refresh token lapsed (30 days unused: no new token
-can come of it after that).
+Reuse detection (app.oauth.server) finds a replayed secret by its row, by digest: a used
+authorization code (`used_at`) revokes the grant it made, a rotated refresh token
+(`refreshed_at`) revokes its grant. Without the row the same secret is merely unknown: refused,
+but revoking nothing. A thief may use a stolen refresh token first, so that the owner's host
+presents its own copy again later, up to the 30 days that copy would have lived unrotated or
+longer; meanwhile the thief keeps the grant alive by refreshing. So while a grant lives, every
+row of it stays: the code it was made from and every refresh token rotated away, however long
+ago. A grant lives until it is revoked or its newest refresh token lapsed (30 days unused: no
+token can come of it after that). That costs a row per refresh (some 200 bytes): a host
+refreshes when its one-hour access token ends, so about 24 a day for an agent in use all day.
 
-Once a grant has ended, nothing depends on its rows for safety: each of its tokens and codes is
-refused whether its row is found or not, and a replay has no grant left to revoke. Its rows are
-kept ENDED_GRANT_KEPT more (30 days, a refresh token's lifetime), for three reasons: until then
-a host presenting one of its tokens (one it may still hold, unlapsed) is told "the grant was
-revoked: connect again" rather than "unknown"; `flask agents revoke` says when it was revoked;
-and a registered client with no grant row has, by that, had no grant for 30 days, which is when
-it may go (below) without a column of its own to remember it.
-
-- Connect codes: CONNECT_CODE_KEPT (a day) after they expired or were used: until then the consent
-  page says "used" or "expired, make a new one" rather than "wrong". The count of wrong codes
-  is the rate limiter's, not these rows'.
-- Authorization codes without a grant (never redeemed, or claimed by a request that failed
-  before making its grant): CODE_KEPT (a day) after they expired; a code with a grant goes with
-  it.
-- Registered clients (RFC 7591): REGISTERED_CLIENT_KEPT (30 days) after registration, once no
-  grant and no code refers to them (so their last grant ended more than 30 days ago, or they
-  never had one). A host that presents a forgotten client_id gets invalid_client and registers
-  again (RFC 7591 section 3).
-- Clients known by their metadata document: the row is a cache of the document
-  (app.oauth.clients), fetched again after `fetched_until`; once that has passed and no grant
-  or code refers to it, it goes, and is fetched again at its next use, as it would have been.
+- An ended grant goes with its tokens and codes GRANT_GRACE (30 days) after it ended. Nothing
+  depends on those rows for safety any more: each of its tokens and codes is refused with or
+  without its row, and a replay has no grant left to revoke. For that month, a host that comes
+  back with one of its tokens hears why it is refused ("revoked", "lapsed") rather than
+  "unknown", the operator can still see an incident's grant (client, times, the chain of
+  tokens), and a grant row left is how the client rule below knows that its client had a grant
+  in the last 30 days, with no column of its own to remember it.
+- Connect codes and authorization codes that made no grant: SPENT_GRACE (a day) after they
+  expired (a used one has expired too: 15 and 10 minutes after it was made). Until then one
+  typed or sent again is refused by name ("used", "expired") rather than as wrong or unknown.
+  A code that made a grant goes with the grant.
+- A registered client (RFC 7591) goes once it was registered more than CLIENT_IDLE (30 days)
+  ago and has no grant (so none in the last 30 days) and no code. A host that still holds its
+  client_id is refused as unknown and must register again (README, "Agents by OAuth"). The
+  consent page leaves no row behind: an owner on it for such a client at the moment prune runs
+  sees "This app cannot connect" when allowing (no client has a column saying when it was last
+  asked for; this costs a reconnection, rarely, and no access).
+- A client known by its metadata document is a cache of the document (app.oauth.clients fetches
+  it again once `fetched_until` has passed, at most 24 hours after fetching): it goes
+  SPENT_GRACE after that, with no grant and no code, and its next use fetches it again, as it
+  would have anyway. The grace keeps prune away from a document in use right now (a use fetches
+  a stale document again, which moves `fetched_until`).
 """
 from datetime import datetime, timedelta
 
-from peewee import SQL, Expression, Model, fn
+from peewee import Expression, Model, Select
 
 from app.oauth.grants import REFRESH_LIFETIME
 from models import ConnectCode, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
 from models.oauth_client import DOCUMENT, REGISTERED
 
-ENDED_GRANT_KEPT = REFRESH_LIFETIME
-CODE_KEPT = timedelta(days=1)
-CONNECT_CODE_KEPT = timedelta(days=1)
-REGISTERED_CLIENT_KEPT = timedelta(days=30)
-
-
-def ended_grants(now: datetime) -> Expression:
-    """Grants that ended more than ENDED_GRANT_KEPT before `now`: revoked then, or whose every
-    refresh token (rotated or not) lapsed by then. A grant without tokens (its code was
-    redeemed, its tokens never saved) counts as ending when it was made."""
-    before = now - ENDED_GRANT_KEPT
-    held = OAuthToken.alias()
-    unlapsed = held.select(SQL("1")).where(held.grant == OAuthGrant.id,
-                                           held.refresh_expires_at >= before)
-    return ((OAuthGrant.revoked_at < before)
-            | (OAuthGrant.revoked_at.is_null() & (OAuthGrant.created_at < before)
-               & ~fn.EXISTS(unlapsed)))
+SPENT_GRACE = timedelta(days=1)  # one-time codes, and a stale metadata document's cache
+GRANT_GRACE = REFRESH_LIFETIME  # 30 days: an ended grant's rows
+CLIENT_IDLE = timedelta(days=30)  # a registered client without a grant
 
 
 def expired(now: datetime) -> list[tuple[type[Model], Expression]]:
-    """Each OAuth table with the condition of its rows that may go as of `now`, in the order
-    they must go (what refers to a row before it: the cascades delete nothing uncounted)."""
-    ended = OAuthGrant.select(OAuthGrant.id).where(ended_grants(now))
+    """The rows past all use as of `now`, table by table, in the order they are to be deleted
+    (a grant's codes and tokens before it, clients once their grants went)."""
+    spent_before = now - SPENT_GRACE
+    ended = _grants_ended_before(now - GRANT_GRACE)
+    unused_client = (OAuthClient.id.not_in(OAuthGrant.select(OAuthGrant.client))
+                     & OAuthClient.id.not_in(OAuthCode.select(OAuthCode.client)))
+    idle_client = (
+        ((OAuthClient.kind == REGISTERED) & (OAuthClient.created_at < now - CLIENT_IDLE))
+        | ((OAuthClient.kind == DOCUMENT) & (OAuthClient.fetched_until < spent_before)))
     return [
+        (OAuthCode, (OAuthCode.grant.is_null() & (OAuthCode.expires_at < spent_before))
+         | OAuthCode.grant.in_(ended)),
         (OAuthToken, OAuthToken.grant.in_(ended)),
-        (OAuthCode, OAuthCode.grant.in_(ended)
-         | (OAuthCode.grant.is_null() & (OAuthCode.expires_at < now - CODE_KEPT))),
-        (OAuthGrant, ended_grants(now)),
-        (OAuthClient, _unused_clients(now)),
-        (ConnectCode, (ConnectCode.expires_at < now - CONNECT_CODE_KEPT)
-         | (ConnectCode.used_at < now - CONNECT_CODE_KEPT)),
+        (OAuthGrant, OAuthGrant.id.in_(ended)),
+        (OAuthClient, unused_client & idle_client),
+        (ConnectCode, ConnectCode.expires_at < spent_before),
     ]
 
 
-def _unused_clients(now: datetime) -> Expression:
-    granted = OAuthGrant.select(SQL("1")).where(OAuthGrant.client == OAuthClient.id)
-    coded = OAuthCode.select(SQL("1")).where(OAuthCode.client == OAuthClient.id)
-    registered = ((OAuthClient.kind == REGISTERED)
-                  & (OAuthClient.created_at < now - REGISTERED_CLIENT_KEPT))
-    cached = (OAuthClient.kind == DOCUMENT) & (OAuthClient.fetched_until < now)
-    return (registered | cached) & ~fn.EXISTS(granted) & ~fn.EXISTS(coded)
+def _grants_ended_before(before: datetime) -> Select:
+    """The ids of the grants that ended before `before`: revoked then, or made before it with
+    no refresh token that lapses after it (nor one at all: a grant's tokens are saved just after
+    it is made, so one without any is a request that failed midway)."""
+    lasting = OAuthToken.select(OAuthToken.grant).where(OAuthToken.refresh_expires_at >= before)
+    return OAuthGrant.select(OAuthGrant.id).where(
+        (OAuthGrant.revoked_at < before)
+        | (OAuthGrant.revoked_at.is_null() & (OAuthGrant.created_at < before)
+           & OAuthGrant.id.not_in(lasting)))
