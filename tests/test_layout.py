@@ -31,7 +31,7 @@ DOMAIN_IMPORTS = {
     "crawlers": set(),
     "rollups": set(),
     "oauth": set(),
-    "retention": {"rollups"},  # the rollups kept whole
+    "retention": {"rollups", "oauth"},  # the rollups kept whole; what of OAuth has expired
     "analytics": {"revenue", "rollups"},  # minor to major units; what a read counts
     "agent": {"analytics", "crawlers", "rollups"},  # the read path of a tool call
 }

@@ -26,7 +26,9 @@ def data_prune(months: int) -> None:
     it), server events, crawl hits and tallies from before the first day of the month MONTHS
     months ago, and batch ids older than EGIS_IDEMPOTENCY_DAYS (a resend older than that is
     stored again), and the storage-free salts and visitor states 48 hours after their day
-    began. On PostgreSQL whole months of
+    began; and, whatever MONTHS, the OAuth rows past all use (used or expired codes a day on,
+    grants 30 days after they ended with their tokens, clients without a grant for 30 days;
+    nothing of a live grant). On PostgreSQL whole months of
     events go with their partition, and the coming months' partitions are created. Safe
     while ingest runs: rows go in small transactions. Prints the rows deleted per table."""
     days = int(current_app.config["IDEMPOTENCY_DAYS"])

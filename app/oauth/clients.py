@@ -78,7 +78,8 @@ def register(body: bytes) -> dict[str, Any]:
     record = OAuthClient.create(client_id=secrets.token_urlsafe(24), kind=REGISTERED,
                                 client_name=kept.get("client_name"),
                                 redirect_uris=kept["redirect_uris"],
-                                grant_types=kept["grant_types"], metadata=kept)
+                                grant_types=kept["grant_types"], metadata=kept,
+                                created_at=utcnow())
     return {"client_id": record.client_id, "client_id_issued_at": int(time.time()), **kept}
 
 

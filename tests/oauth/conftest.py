@@ -32,7 +32,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from app.oauth import clients, connect_codes, grants
+from app.retention import prune
 from models import InstanceSecret, database
+from models.site import utcnow
 from tests.conftest import LiveServer, launch_server, stop_server
 
 REDIRECT_PATH = "/callback"
@@ -206,6 +209,12 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     return make_certificates(tmp_path_factory.mktemp("tls"))
 
 
+@pytest.fixture
+def trusted(monkeypatch: pytest.MonkeyPatch, certificates: Certificates) -> None:
+    """This process trusts the test CA, as the live server does (SSL_CERT_FILE)."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
+
+
 @pytest.fixture(scope="module")
 def document_server(certificates: Certificates) -> Iterator[DocumentServer]:
     server = DocumentServer(certificates)
@@ -253,6 +262,21 @@ def kept_secrets(app: Any) -> Iterator[None]:
 @pytest.fixture
 def egis(live_oauth: LiveServer, kept_secrets: None, live_day_salts: None) -> LiveServer:
     return live_oauth
+
+
+class Clock:
+    """A test clock, stopped at the moment it is made and moved by `advance`: the time of the
+    OAuth code (grants, connect codes, document caches) and of `flask data prune`."""
+
+    READERS = (grants, connect_codes, clients, prune)  # each reads it as `utcnow`
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = utcnow()
+        for module in self.READERS:
+            monkeypatch.setattr(module, "utcnow", lambda: self.now)
+
+    def advance(self, **by: float) -> None:
+        self.now += datetime.timedelta(**by)
 
 
 # --- The flow, step by step over HTTP ----------------------------------------------------------

@@ -21,12 +21,6 @@ from tests.oauth.conftest import Answer, DocumentServer, in_process, make_certif
 CALLBACK = "http://127.0.0.1:1/callback"
 
 
-@pytest.fixture
-def trusted(monkeypatch: pytest.MonkeyPatch, certificates: Any) -> None:
-    """This process trusts the test CA, as the live server does (SSL_CERT_FILE)."""
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
-
-
 def refusal(url: str, allow_private: bool = True) -> str:
     with pytest.raises(documents.DocumentError) as refused:
         documents.fetch(url, allow_private)

@@ -2,16 +2,13 @@
 `utcnow`): a code 10 minutes, an access token 1 hour, a refresh token 30 days unused (each
 refresh issues a new one, so a grant in use never lapses). What is stored of them: digests.
 """
-from datetime import timedelta
 
 import pytest
 
 from app.keys import hash_key
-from app.oauth import grants
 from models import OAuthCode, OAuthGrant, OAuthToken
-from models.site import utcnow
 from tests.helpers import db
-from tests.oauth.conftest import connect_code, in_process
+from tests.oauth.conftest import Clock, connect_code, in_process
 
 
 @pytest.fixture
@@ -19,15 +16,6 @@ def me(app, make_site):
     make_site("std.example", "standard")
     with in_process(app) as make:
         yield make().register()
-
-
-class Clock:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.offset = timedelta()
-        monkeypatch.setattr(grants, "utcnow", lambda: utcnow() + self.offset)
-
-    def advance(self, **by: float) -> None:
-        self.offset += timedelta(**by)
 
 
 def works_on_mcp(me, access_token: str) -> bool:

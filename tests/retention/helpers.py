@@ -6,8 +6,11 @@ from datetime import datetime
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage, Visit
 from tests.tracking.helpers import db
 
+# What `flask data prune` prints a line for, in its order: the OAuth tables last (app.oauth.expiry).
+OAUTH_TABLES = ("oauth_code", "oauth_token", "oauth_grant", "oauth_client", "connect_code")
 TABLES = ("event", "visit", "visit_page", "event_slot", "server_event", "crawl_hit",
-          "ingest_tally", "usage", "batch", "visitor_salt", "visitor_state", "idempotency_key")
+          "ingest_tally", "usage", "batch", "visitor_salt", "visitor_state", "idempotency_key",
+          *OAUTH_TABLES)
 
 
 def add_event(site_id: int, occurred_at: datetime, **fields) -> None:

@@ -11,6 +11,7 @@ from app.rollups import merging
 from models import Batch, Event, IngestTally, Usage, Visit
 from models.site import utcnow
 from tests.retention.helpers import (
+    OAUTH_TABLES,
     TABLES,
     add_batch,
     add_crawl_hit,
@@ -58,12 +59,15 @@ def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site
     assert table_lines(lines) == {"event": 4, "visit": 0, "visit_page": 0, "event_slot": 4,
                                   "server_event": 2, "crawl_hit": 2,
                                   "ingest_tally": 2, "usage": 2, "batch": 2, "visitor_salt": 0,
-                                  "visitor_state": 0, "idempotency_key": 0}
+                                  "visitor_state": 0, "idempotency_key": 0,
+                                  **dict.fromkeys(OAUTH_TABLES, 0)}
     assert counts(app) == {"event": 4, "server_event": 2, "crawl_hit": 2, "ingest_tally": 2,
                            "usage": 2, "batch": 2}
     with db(app):
         assert min(e.occurred_at for e in Event.select()) == kept
-    assert table_lines(run(app, "data", "prune", "--older-than", "3")) == dict.fromkeys(TABLES, 0)
+    lines = run(app, "data", "prune", "--older-than", "3")
+    assert [line.split("\t")[0] for line in lines[1:]] == list(TABLES)  # every table, in order
+    assert table_lines(lines) == dict.fromkeys(TABLES, 0)
 
 
 def test_prune_keeps_the_part_of_a_visit_after_the_cutoff(app, std_site, free_site):
