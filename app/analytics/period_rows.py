@@ -10,8 +10,10 @@ period's first or last instant (`Edges`) are derived from their events in the pe
 and enter the statement as VALUES lists: inlined as subqueries, those derivations nested too
 deep for SQLite's parser inside a funnel's statement.
 """
+import operator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
@@ -71,17 +73,25 @@ def _crossing(site: Site, instant: datetime) -> list[tuple[str, datetime, dateti
 
 def _edges(site: Site, period: Period) -> Edges:
     """Their events in the period lie after its start and before the last early visit's end,
-    or after the first late visit's start: two index ranges."""
+    or after the first late visit's start: two index ranges, each written with one lower and
+    one upper bound. Written as the period's bounds and a tighter one beside them, SQLite
+    ranged the index by the period's end and tested the whole period: 356,273 index entries
+    for 20 events at 1 M events, 40 ms of an 80-100 ms breakdown."""
     crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
     if not crossing:
         return Edges()
     early = [ended for _, started, ended in crossing if started < period.start]
     late = [started for _, started, ended in crossing if ended >= period.end]
-    windows = [*([Event.occurred_at <= max(early)] if early else []),
-               *([Event.occurred_at >= min(late)] if late else [])]
-    window = windows[0] if len(windows) == 1 else windows[0] | windows[1]
-    events = (event_scope(site.id, period) & window
-              & Event.session_id.in_(sorted({session for session, *_ in crossing})))
+    windows = []
+    if early:
+        last = max(early)
+        windows.append(period.covers(Event.occurred_at) if last >= period.end else
+                       (Event.occurred_at >= period.start) & (Event.occurred_at <= last))
+    if late:
+        first = max(min(late), period.start)
+        windows.append((Event.occurred_at >= first) & (Event.occurred_at < period.end))
+    window = reduce(operator.or_, [(Event.site_id == site.id) & each for each in windows])
+    events = window & Event.session_id.in_(sorted({session for session, *_ in crossing}))
     return Edges(tuple(fetch(visits.derived(events))), events)
 
 
