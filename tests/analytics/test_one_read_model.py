@@ -98,3 +98,19 @@ def test_a_retired_tool_names_the_query_call_that_answers_it(shop, ask, retired,
     else:
         assert rows(answer) == wanted
 
+
+
+def test_a_period_without_traffic_states_zeros_in_both_tools(shop, ask):
+    """The totals alone are one aggregate without GROUP BY (query/statement.py), a row of
+    nulls over no visitor: both tools state zeros and no rate, as for a period with no row."""
+    assert ask("get_overview")["visitors"] == VISITORS  # the shop's own period has traffic
+    empty = {"from": "2020-01-01", "to": "2020-01-31"}
+    overview = ask("get_overview", **empty)
+    totals = ask("query", metrics=["visitors", "visits", "pageviews", "bounce_rate"], **empty)
+    assert {name: overview[name] for name in ("visitors", "visits", "pageviews", "bounce_rate",
+                                              "visit_duration", "events_by_type")} == {
+        "visitors": 0, "visits": 0, "pageviews": 0, "bounce_rate": None,
+        "visit_duration": None, "events_by_type": {}}
+    assert totals["totals"] == [0, 0, 0, None]
+    assert totals["results"] == [{"dimensions": [], "metrics": [0, 0, 0, None]}]
+    assert (totals["total_rows"], totals["warnings"]) == (1, [])
