@@ -67,6 +67,10 @@ Keys: whole keys are shown only when made (egis keeps their hashes). To list the
 keys (id, hint, kind):    $flask keys list localhost
 To make a new one:        $flask keys create localhost --kind write   (or --kind server)
 To revoke one:            $flask keys revoke ID
+For an agent (docs/AGENTS.md), a read key, which reads and cannot track:
+                          $flask keys create localhost --kind read
+or, for Claude's or ChatGPT's app (OAuth), a one-time connect code:
+                          $flask agents connect localhost
 EOF
 }
 

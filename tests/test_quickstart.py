@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.slow,
                                  reason="the quickstart runs gunicorn on SQLite")]
 
 SCRIPT = ROOT / "deploy" / "quickstart.sh"
-KEY_HELP = ["keys list localhost", "keys create localhost --kind write"]
+KEY_HELP = ["keys list localhost", "keys create localhost --kind write",
+            "keys create localhost --kind read", "agents connect localhost"]
 
 
 @pytest.fixture
@@ -41,16 +42,32 @@ def run_dir(tmp_path: Path) -> Iterator[Path]:
             os.kill(int(pid_file.read_text()), signal.SIGTERM)
 
 
+def environment(run_dir: Path, **env: str) -> dict[str, str]:
+    """The test's environment, with the quickstart's database and run directory the test's."""
+    found = {key: value for key, value in os.environ.items()
+             if key not in ("PORT", "GUNICORN_BIND", "DATABASE_URL")}
+    found.update(DATABASE_URL=f"sqlite:///{run_dir / 'egis.sqlite3'}",
+                 EGIS_QUICKSTART_DIR=str(run_dir), GUNICORN_WORKERS="1", **env)
+    return found
+
+
 def quickstart(run_dir: Path, *arguments: str, **env: str) -> str:
     """Run the script; its output (it must succeed, and return: it does not hold the terminal)."""
-    environment = {key: value for key, value in os.environ.items()
-                   if key not in ("PORT", "GUNICORN_BIND", "DATABASE_URL")}
-    environment.update(DATABASE_URL=f"sqlite:///{run_dir / 'egis.sqlite3'}",
-                       EGIS_QUICKSTART_DIR=str(run_dir), GUNICORN_WORKERS="1", **env)
     done = subprocess.run(["bash", str(SCRIPT), "--skip-install", *arguments], cwd=run_dir,
-                          env=environment, capture_output=True, text=True, timeout=120)
+                          env=environment(run_dir, **env), capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+def printed_command(run_dir: Path, output: str, words: str) -> str:
+    """Run the command line of `output` that holds `words` as printed (from the repository,
+    where the quickstart runs it); the last line it prints."""
+    [line] = [line.strip() for line in output.splitlines() if words in line]
+    done = subprocess.run(shlex.split(line), cwd=ROOT, env=environment(run_dir),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip().splitlines()[-1]
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
@@ -100,6 +117,16 @@ def test_the_first_run_serves_in_the_background_and_says_how_to_try_and_stop_it(
     status, body = get(words[2], {"X-API-Key": write_key})
     assert (status, orjson.loads(body)["valid"]) == (200, True)
     assert orjson.loads(body)["quota"]["used"] == 0
+
+    # The agents' commands work as printed: a read key that reads and cannot track, and a
+    # connect code for the consent page.
+    read_key = printed_command(run_dir, output, "--kind read")
+    assert read_key.startswith("egisr_")
+    status, body = get(f"{url}/api/validate", {"X-API-Key": read_key})
+    assert (status, orjson.loads(body)["valid"], orjson.loads(body)["canTrack"]) == (
+        200, True, False)
+    assert re.fullmatch(r"[0-9A-Z]{4}(?:-[0-9A-Z]{4}){3}",
+                        printed_command(run_dir, output, "agents connect localhost"))
 
     assert "bash deploy/quickstart.sh --stop" in output
     stopped = quickstart(run_dir, "--stop")
