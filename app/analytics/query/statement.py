@@ -120,7 +120,7 @@ def _parts(plan: Any, aggregate: Any, sums: dict[str, Any], keys: list[str],
             *[totals.get(name, Value(0)).alias(name) for name in SUMS],
             sampled.alias("sampled")]).where(where)
 
-    if by_visitor and not keys:
+    if by_visitor and grands == [1]:
         # The totals alone: one aggregate, no GROUP BY. Grouped by the constant `grand`, the
         # planner expected 200 groups and sorted every visitor's row for one (a Sort and a
         # GroupAggregate of 253,862 rows at 10 M events). Over no visitor it is a row of nulls,
