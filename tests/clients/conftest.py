@@ -13,6 +13,7 @@ from egis_client import Client
 
 from models import CrawlHit, Event, ServerEvent
 from tests.conftest import (
+    IN_REQUEST,
     WSGI_SERVER,
     LiveServer,
     SiteKeys,
@@ -37,10 +38,10 @@ class Egis:
 def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One server (2 workers) per test module, as tests/sdk has: a start costs ~1.5 s. Each test
     has a site and keys of its own (the tables are emptied after every test), and its clients
-    are shut down before that; tallies are written in the request (app.tally), so nothing a
-    test sent is written after its tables were emptied."""
+    are shut down before that; tallies are written and the rollups merged in the request
+    (app.tally, IN_REQUEST), so nothing a test sent is written after its tables were emptied."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
-                           env={"EGIS_TALLY_FLUSH_SECONDS": "0"})
+                           env={"EGIS_TALLY_FLUSH_SECONDS": "0", **IN_REQUEST})
     yield server
     stop_server(server)
 

@@ -36,7 +36,7 @@ from app.oauth import clients, connect_codes, grants
 from app.retention import prune
 from models import InstanceSecret, database
 from models.site import utcnow
-from tests.conftest import LiveServer, launch_server, stop_server
+from tests.conftest import IN_REQUEST, LiveServer, launch_server, stop_server
 
 REDIRECT_PATH = "/callback"
 
@@ -238,7 +238,8 @@ def live_oauth(migrated: str, tmp_path_factory: pytest.TempPathFactory,
                            deploy_config=True, env={
                                "EGIS_OAUTH_PRIVATE_CLIENT_URLS": "1",
                                "SSL_CERT_FILE": str(certificates.ca),
-                               "EGIS_TALLY_FLUSH_SECONDS": "0", "GUNICORN_ACCESSLOG": "-"})
+                               "EGIS_TALLY_FLUSH_SECONDS": "0", "GUNICORN_ACCESSLOG": "-",
+                               **IN_REQUEST})
     yield server
     stop_server(server)
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from tests.conftest import LiveServer, launch_server, stop_server
+from tests.conftest import IN_REQUEST, LiveServer, launch_server, stop_server
 from tests.helpers import call_tool as mcp_call
 from tests.sdk.proxy import FlakyProxy
 from tests.tracking.helpers import CHROME_UA
@@ -115,9 +115,10 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     """One server (2 workers) per test module. Each test has its own site and keys (the
     tables are emptied after every test) and its own proxy, so nothing crosses from one test to
     the next: a keepalive request still under way targets a proxy that is gone, and the tally
-    of what was not stored is written in the request, not a second later (app.tally)."""
+    of what was not stored is written in the request, not a second later (app.tally), as is
+    the rollups' merge (IN_REQUEST)."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
-                           env={"EGIS_TALLY_FLUSH_SECONDS": "0"})
+                           env={"EGIS_TALLY_FLUSH_SECONDS": "0", **IN_REQUEST})
     yield server
     stop_server(server)
 
