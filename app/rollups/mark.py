@@ -73,9 +73,12 @@ def drawn_id() -> int:
 
 
 def _inserting() -> set[str]:
-    """The other transactions that hold ROW EXCLUSIVE on the event table now."""
+    """The other transactions that hold ROW EXCLUSIVE on this database's event table now.
+    pg_locks lists the whole server's locks, by relation OID, and a database copied with
+    CREATE DATABASE ... TEMPLATE has the same OIDs: its inserts are not this one's."""
     return {vxid for (vxid,) in database.execute_sql(
         "SELECT virtualtransaction FROM pg_locks WHERE locktype = 'relation' "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
         "AND relation = 'event'::regclass AND mode = 'RowExclusiveLock' AND granted "
         "AND pid <> pg_backend_pid()").fetchall()}
 

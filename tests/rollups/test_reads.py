@@ -4,29 +4,34 @@ answer counts the same events.
 - A real idle transaction that inserted into the event table (a second psycopg2 connection)
   holds the merge: the MCP answer comes within EGIS_ROLLUP_WAIT_SECONDS with a warning, counts
   what was merged before it, and neither its uncommitted row nor the rows committed after it;
-  the waiting read holds no merge lock. egis's own connections end such a transaction.
+  the waiting read holds no merge lock. egis's own connections end such a transaction. One in
+  a copy of the database (the same relation OIDs) holds nothing.
 - SQLite: a read with nothing new takes no write lock; one with something new waits for the
   write lock within the bound, then answers with the warning.
 - A read's event scans stop at the mark in its snapshot, and its snapshot holds still while
   merges commit (both databases; PostgreSQL also across `concurrently`'s threads).
 """
+import os
 import sqlite3
 import threading
 import time
 from datetime import timedelta
+from typing import Any
 
 import psycopg2
 import pytest
 
+from app import create_app
 from app.analytics import query
 from app.analytics.base import Period, reading
+from app.cli.db import upgrade_schema
 from app.db import make_database
 from app.rollups import merging
 from app.rollups.mark import mark
 from app.rollups.reads import STALE
 from models import Event, Site, database
 from models.site import utcnow
-from tests.conftest import BACKEND
+from tests.conftest import BACKEND, _admin, create_site, release_connections
 from tests.helpers import db
 from tests.rollups.helpers import NEVER, merged_state, post, query_result
 
@@ -84,6 +89,67 @@ def test_an_idle_insert_holds_up_no_answer(waiting_app, make_site, migrated):
     finally:
         idle.close()
     assert totals(client, site)[:2] == ([3, 3, 4], [])
+
+
+@pytest.fixture
+def twin_databases(migrated: str) -> Any:
+    """(a migrated database with the site std.example, a copy of it made with CREATE DATABASE
+    ... TEMPLATE: the same tables under the same OIDs), as URLs; dropped after the test."""
+    base, name = migrated.rsplit("/", 1)[0], f"egis_twin_{os.getpid()}"
+    original, copy = f"{name}_a", f"{name}_b"
+    for database_name in (original, copy):
+        _admin(f"DROP DATABASE IF EXISTS {database_name} WITH (FORCE)")
+    _admin(f"CREATE DATABASE {original}")
+    app = create_app({"DATABASE_URL": f"{base}/{original}"})
+    with app.app_context():
+        upgrade_schema()
+    keys = create_site(app, "std.example", "standard")
+    release_connections()
+    _admin(f"CREATE DATABASE {copy} TEMPLATE {original}")
+    yield f"{base}/{original}", f"{base}/{copy}", keys
+    release_connections()
+    for database_name in (original, copy):
+        _admin(f"DROP DATABASE IF EXISTS {database_name} WITH (FORCE)")
+
+
+def event_oid(url: str) -> int:
+    connection = psycopg2.connect(url)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 'event'::regclass::oid")
+            return cursor.fetchone()[0]
+    finally:
+        connection.close()
+
+
+@postgres_only
+def test_an_insert_in_a_copy_of_the_database_holds_up_no_merge(make_app, twin_databases):
+    original, copy, site = twin_databases
+    assert event_oid(original) == event_oid(copy)  # what pg_locks names the table by
+    app = make_app(DATABASE_URL=original, ROLLUP_MERGE_SECONDS=NEVER, ROLLUP_WAIT_SECONDS=WAIT)
+    client = app.test_client()
+    # In the database itself, an idle insert holds the merge up to its bound.
+    idle = idle_insert(original, site.site.id)
+    try:
+        post(client, site, "s-1", "a-1")
+        with db(app):
+            assert merging.merge(WAIT) is False
+    finally:
+        idle.rollback()
+        idle.close()
+    # In the copy, the same idle insert holds nothing: the merge takes every event at once.
+    idle = idle_insert(copy, site.site.id)
+    try:
+        post(client, site, "s-2", "a-2")
+        started = time.monotonic()
+        with db(app):
+            assert merging.merge(WAIT) is True
+        assert time.monotonic() - started < WAIT
+        # both visits merged, the mark at the last id (2 went to the insert rolled back)
+        assert merged_state(app) == (2, 3, 3)
+    finally:
+        idle.rollback()
+        idle.close()
 
 
 @postgres_only
