@@ -12,6 +12,13 @@ back meanwhile. The wait has a deadline: a session left idle in a transaction th
 (an operator's psql, a stuck worker) would otherwise hold it forever; past the deadline the
 mark stays where it is and reads answer from what is merged. SQLite has one writer: within the
 merge's IMMEDIATE transaction every committed id is final and no other exists.
+
+Final is not enough: the mark must not split a transaction either, or an answer would count a
+request's first page view and not its second (a visit of one page, a bounce, until the next
+merge). One statement draws its ids one row at a time, so the sequence read while a batch's
+insert runs may fall between two of its ids. Once that insert has ended, `whole_through` finds
+its later ids by the rows' xmin (the inserting transaction: egis stores a request in one
+transaction without savepoints on PostgreSQL) and keeps the mark below its first one.
 """
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,3 +106,25 @@ def inserts_ended(deadline: float) -> bool:
         pause = min(pause * 2, LAST_POLL_SECONDS)
         inserting &= _inserting()
     return True
+
+
+def whole_through(final: int) -> int:
+    """The largest id up to `final` (every id up to it final) below which no transaction's
+    events continue after it: the mark there counts each transaction's events all or none. At
+    least the mark. PostgreSQL only (SQLite: `final`, its one writer's transactions have ended).
+
+    Usually one statement that finds nothing: a transaction crossing `final` (in flight when the
+    sequence was read) lowers it to below its first id, where another may cross in turn."""
+    if not is_postgres():
+        return final
+    merged_through = mark()
+    through = final
+    while through > merged_through:
+        (first,) = database.execute_sql(
+            "SELECT min(id) FROM event WHERE id > %s AND id <= %s "
+            "AND xmin IN (SELECT xmin FROM event WHERE id > %s)",
+            (merged_through, through, through)).fetchone()
+        if first is None:
+            return through
+        through = first - 1
+    return merged_through

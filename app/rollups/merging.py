@@ -30,7 +30,7 @@ from peewee import SQL, OperationalError, Select
 
 from app.db import SQLITE_BUSY_MILLISECONDS, is_postgres
 from app.rollups import event_slots, visit_pages, visits
-from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark
+from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark, whole_through
 from models import Event, database
 
 MERGE_LOCK_ID = 0x6567_6973_6D67  # "egismg": one merge at a time on a PostgreSQL server
@@ -86,10 +86,11 @@ def _merge_through(through: int) -> int:
 
 
 def _final_id(deadline: float) -> int | None:
-    """The largest id handed out, once it and every smaller one is final; None when inserts in
-    flight outlasted `deadline`. The merge lock held (SQLite: its transaction)."""
+    """The largest id the mark may move to: every id up to it final, no transaction's events
+    on both sides of it; None when inserts in flight outlasted `deadline`. The merge lock held
+    (SQLite: its transaction)."""
     drawn = drawn_id()
-    return drawn if inserts_ended(deadline) else None
+    return whole_through(drawn) if inserts_ended(deadline) else None
 
 
 @contextmanager
@@ -167,7 +168,7 @@ def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS, give_way: bool = False) ->
         return False
     with _merge_lock(monotonic() if give_way else deadline) as held:
         if held:  # SQLite: the largest id, final within the write lock
-            _merge_through(drawn if is_postgres() else largest_id())
+            _merge_through(whole_through(drawn) if is_postgres() else largest_id())
         return held
 
 

@@ -8,6 +8,7 @@ from peewee import fn
 
 from app.rollups.mark import mark
 from models import Event, Visit
+from models.site import utcnow
 from tests.helpers import call_tool, db, tool_result
 from tests.tracking.helpers import batch, event, post_json
 
@@ -24,6 +25,18 @@ def visit_batch(session: str, visitor: str, views: int = 1) -> dict[str, Any]:
 def post(client, site, session: str, visitor: str, views: int = 1) -> None:
     body = visit_batch(session, visitor, views)
     assert post_json(client, "/api/events", body, site.write_headers()).status_code == 200
+
+
+def insert_page_view(connection, site_id: int, session: str, path: str = "/") -> int:
+    """A page view inserted by a psycopg2 connection of the test's own, in its open transaction
+    (as an operator's psql or a stuck worker would); its id."""
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO event (site_id, session_id, anonymous_id, type, page_url, "
+                       "path, hostname, occurred_at, received_at, weight) VALUES (%s, %s, %s, "
+                       "'pageview', %s, %s, 'std.example', %s, %s, 1) RETURNING id",
+                       (site_id, session, f"a-{session}", f"https://std.example{path}", path,
+                        utcnow(), utcnow()))
+        return cursor.fetchone()[0]
 
 
 def merged_state(app) -> tuple[int, int, int]:

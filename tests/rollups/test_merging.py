@@ -23,7 +23,13 @@ from models import Event, RollupMark, Visit, database
 from models.site import utcnow
 from tests.conftest import BACKEND
 from tests.helpers import db
-from tests.rollups.helpers import NEVER, merged_state, post, visitors_visits_pageviews
+from tests.rollups.helpers import (
+    NEVER,
+    insert_page_view,
+    merged_state,
+    post,
+    visitors_visits_pageviews,
+)
 from tests.rollups.test_visits import assert_as_rebuilt
 from tests.test_migrations import fresh_url  # noqa: F401 (a fixture)
 
@@ -70,12 +76,8 @@ def test_an_id_that_commits_after_a_larger_one_is_not_skipped(lazy_app, lazy_cli
     site = make_site()
     slow = psycopg2.connect(migrated)
     try:
-        with slow.cursor() as cursor:  # a transaction that has drawn id 1 and not committed
-            cursor.execute("INSERT INTO event (site_id, session_id, anonymous_id, type, "
-                           "page_url, path, occurred_at, received_at, weight) VALUES "
-                           "(%s, 's-slow', 'a-slow', 'pageview', 'https://std.example/', '/', "
-                           "%s, %s, 1) RETURNING id", (site.site.id, utcnow(), utcnow()))
-            assert cursor.fetchone() == (1,)
+        # a transaction that has drawn id 1 and not committed
+        assert insert_page_view(slow, site.site.id, "s-slow") == 1
         post(lazy_client, site, "s-fast", "a-fast")  # id 2, committed
         assert merged_state(lazy_app)[2] == 2
 
@@ -96,6 +98,60 @@ def test_an_id_that_commits_after_a_larger_one_is_not_skipped(lazy_app, lazy_cli
     finally:
         slow.close()
     assert merged_state(lazy_app)[1:] in ((2, 3), (3, 3))  # s-during's id: merged or not yet
+    assert_as_rebuilt(lazy_app)
+
+
+def wait_for_the_merge_to_read_the_sequence(url: str, since: datetime) -> None:
+    """Until a session has asked pg_locks for inserts in flight after `since`: the merge has
+    read the id sequence and waits for them (app.rollups.mark.inserts_ended)."""
+    watcher = psycopg2.connect(url)
+    watcher.autocommit = True
+    deadline = time.monotonic() + 30
+    try:
+        with watcher.cursor() as cursor:
+            while time.monotonic() < deadline:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid <> "
+                               "pg_backend_pid() AND query_start > %s AND query LIKE "
+                               "'%%virtualtransaction FROM pg_locks%%'", (since,))
+                if cursor.fetchone()[0]:
+                    return
+                time.sleep(0.01)
+    finally:
+        watcher.close()
+    pytest.fail("the merge never waited for the inserts in flight")
+
+
+@pytest.mark.skipif(BACKEND != "postgres", reason="SQLite has one writer: a merge comes between "
+                                                  "its transactions")
+def test_the_mark_never_splits_a_transaction(lazy_app, lazy_client, make_site, migrated):
+    """A transaction in flight when a merge reads the id sequence may draw ids on both sides of
+    the value read (a batch's insert draws them row by row): the merge takes none of its events
+    then, not a visit's first page view without its second, and the next merge all of them."""
+    site = make_site()
+    post(lazy_client, site, "s-1", "a-1", views=2)  # ids 1 and 2, committed: merged
+    batch = psycopg2.connect(migrated)
+    try:
+        assert insert_page_view(batch, site.site.id, "s-2", "/first") == 3
+        with batch.cursor() as cursor:
+            cursor.execute("SELECT clock_timestamp()")
+            started = cursor.fetchone()[0]
+
+        def merge() -> None:
+            with db(lazy_app):
+                assert merging.merge(wait_seconds=60)
+
+        merger = threading.Thread(target=merge)
+        merger.start()
+        wait_for_the_merge_to_read_the_sequence(migrated, started)  # it read 3
+        assert insert_page_view(batch, site.site.id, "s-2", "/second") == 4
+        batch.commit()
+        merger.join(timeout=60)
+        assert not merger.is_alive()
+    finally:
+        batch.close()
+    assert merged_state(lazy_app) == (1, 2, 4)  # s-1 merged, nothing of s-2
+    assert visitors_visits_pageviews(lazy_client, site) == [2, 2, 4]  # a read merges s-2 whole
+    assert merged_state(lazy_app) == (2, 4, 4)
     assert_as_rebuilt(lazy_app)
 
 

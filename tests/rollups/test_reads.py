@@ -33,7 +33,7 @@ from models import Event, Site, database
 from models.site import utcnow
 from tests.conftest import BACKEND, _admin, create_site, release_connections
 from tests.helpers import db
-from tests.rollups.helpers import NEVER, merged_state, post, query_result
+from tests.rollups.helpers import NEVER, insert_page_view, merged_state, post, query_result
 
 WAIT = 0.5  # EGIS_ROLLUP_WAIT_SECONDS of these tests
 HOST = ["is", "event:hostname", ["std.example"]]  # read from the events, not the quarter hours
@@ -54,14 +54,9 @@ def totals(client, site, **arguments) -> tuple[list, list[str], str]:
 
 
 def idle_insert(url: str, site_id: int) -> psycopg2.extensions.connection:
-    """A connection that inserted an event and sits idle in its transaction, as an operator's
-    psql or a stuck worker would."""
+    """A connection that inserted an event and sits idle in its transaction."""
     connection = psycopg2.connect(url)
-    with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO event (site_id, session_id, anonymous_id, type, page_url, "
-                       "path, hostname, occurred_at, received_at, weight) VALUES (%s, 's-idle', "
-                       "'a-idle', 'pageview', 'https://std.example/', '/', 'std.example', %s, "
-                       "%s, 1)", (site_id, utcnow(), utcnow()))
+    insert_page_view(connection, site_id, "s-idle")
     return connection
 
 
