@@ -78,6 +78,9 @@ def _merge_through(through: int) -> int:
     merged_through = mark()
     while merged_through < through:  # a long backlog in steps, each within a statement's limit
         step = min(through, merged_through + MERGE_IDS)
+        if step < through:  # reads meanwhile see the step's mark: it splits no transaction
+            whole = whole_through(step)
+            step = whole if whole > merged_through else step  # none is a step long in egis
         with database.atomic():
             _add(merged_through, step)
             set_mark(step)

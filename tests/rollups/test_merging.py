@@ -1,6 +1,7 @@
 """The rollups merged after ingest (app.rollups.merging): stored events wait for a merge, a read
 merges first and counts them all, the merge timer merges on its own, an event whose id commits after
-a larger one is not skipped (PostgreSQL), erasure and pruning with events not merged yet count
+a larger one is not skipped and the mark never falls inside a transaction, neither at a merge's
+end nor between a backlog's steps (PostgreSQL), erasure and pruning with events not merged yet count
 nothing twice or lose nothing, and the upgrade that adds the mark takes over the rollups kept
 at ingest, on both databases.
 
@@ -18,7 +19,7 @@ from playhouse.migrations import Runner
 from app.cli.db import MIGRATIONS_DIR
 from app.retention import erase, prune
 from app.rollups import event_slots, merging, visits
-from app.rollups.mark import mark
+from app.rollups.mark import mark, set_mark
 from models import Event, RollupMark, Visit, database
 from models.site import utcnow
 from tests.conftest import BACKEND
@@ -279,3 +280,25 @@ def test_a_backlog_is_merged_in_steps(lazy_app, lazy_client, make_site, monkeypa
     assert merged_state(lazy_app) == (2, 5, 5)
     first, _ = assert_as_rebuilt(lazy_app)
     assert (first["events"], first["entry_page"], first["exit_page"]) == (4, "/p0", "/p0")
+
+
+@pytest.mark.skipif(BACKEND != "postgres", reason="SQLite commits a backlog's steps together")
+def test_a_backlogs_steps_split_no_transaction(lazy_app, lazy_client, make_site, monkeypatch):
+    """Reads that come while a backlog is merged see each step's mark (PostgreSQL commits each
+    step): a step stops short of a batch that would continue past it."""
+    monkeypatch.setattr(merging, "MERGE_IDS", 2)
+    marks: list[int] = []
+
+    def recording_set_mark(through: int) -> None:
+        marks.append(through)
+        set_mark(through)
+
+    monkeypatch.setattr(merging, "set_mark", recording_set_mark)
+    site = make_site()
+    for number, views in enumerate((2, 1, 2, 1)):  # ids 1-2, 3, 4-5, 6
+        post(lazy_client, site, f"s-{number}", f"a-{number}", views=views)
+    with db(lazy_app):
+        assert merging.merge()
+    assert marks == [2, 3, 5, 6]  # not 4: ids 4 and 5 are one batch's
+    assert merged_state(lazy_app) == (4, 6, 6)
+    assert_as_rebuilt(lazy_app)
