@@ -4,7 +4,8 @@ with the questions read on the primary and on a streaming replica, each as a rat
 alone in the same run.
 
     python bench/replica.py [--events 1000000] [--days 30] [--duration 20] [--runs 3]
-                            [--readers 2] [--connections 8] [--threads 2]
+                            [--readers 2] [--sessions 100] [--connections 8]
+                            [--threads 2]
 
 A primary and a hot standby of the benchmark's own (initdb, pg_basebackup -R with a replication
 slot, pg_ctl on free ports, as the postgres user), the primary seeded by seed_analytics.py
@@ -14,7 +15,8 @@ for --duration seconds each, in a rotated order (the site grows as ingest stores
 is spread over the runs):
 
 - alone: wrk posting 5-event gzip batches as the tracker sends them (ingest.py's, browser
-  headers), no reads;
+  headers; they belong to --sessions visits in turn: ingest.py's 100 make each visit's rows
+  hot, rewritten by every merge), no reads;
 - primary: the same while --readers agents each loop READS (read_surface.py's mix less six
   calls: 20) through /api/mcp, the server without EGIS_READ_DATABASE_URL;
 - replica: the same with EGIS_READ_DATABASE_URL naming the standby;
@@ -247,7 +249,8 @@ def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], 
     run = f"{phase}-{time.time_ns()}"
     script_env = {"EGIS_KEY": keys["write"], "EGIS_EVENTS": "5", "EGIS_RUN": run,
                   "EGIS_WRK_THREADS": str(args.threads), "EGIS_BROWSER": "1",
-                  **write_gzip_bodies(str(scratch), args.duration * 8000, 5, run)}
+                  **write_gzip_bodies(str(scratch), args.duration * 8000, 5, run,
+                                      sessions=args.sessions)}
     readers = args.readers if phase in ("primary", "replica") else 0
     log = scratch / "servers.log"
     with ExitStack() as servers:
@@ -295,6 +298,9 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20, help="seconds of wrk per phase")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--readers", type=int, default=2, help="agents looping the reads")
+    parser.add_argument("--sessions", type=int, default=100,
+                        help="visits a phase's batches belong to (ingest.py's 100: each gets a "
+                             "batch every 0.1 s; 10000: every ~10 s, as a tracker sends them)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shared", action="store_true",
