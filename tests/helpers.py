@@ -1,11 +1,12 @@
 """Shared by the tests: posting raw JSON, reading rows, dumping the database, seeding a site's
-events and visits, calling an MCP tool, racing threads, running a script in a fresh
-interpreter."""
+events and visits, calling an MCP tool, racing threads, polling for a condition, running a
+script in a fresh interpreter."""
 import gzip
 import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -136,3 +137,18 @@ def race(count: int, work: Callable[[int], T], timeout: float = 60) -> list[T]:
     assert not errors, errors[:3]
     assert not any(thread.is_alive() for thread in threads), "a thread is still running"
     return results
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "",
+             seen: Callable[[], Any] | None = None) -> Any:
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds,
+    saying what was `seen` by then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}"
+                                 + (f"; seen: {seen()}" if seen else ""))
+        time.sleep(0.05)

@@ -23,7 +23,7 @@ from app.rollups.mark import mark, set_mark
 from models import Event, RollupMark, Visit, database
 from models.site import utcnow
 from tests.conftest import BACKEND
-from tests.helpers import db
+from tests.helpers import db, wait_for
 from tests.rollups.helpers import (
     NEVER,
     insert_page_view,
@@ -107,19 +107,18 @@ def wait_for_the_merge_to_read_the_sequence(url: str, since: datetime) -> None:
     read the id sequence and waits for them (app.rollups.mark.inserts_ended)."""
     watcher = psycopg2.connect(url)
     watcher.autocommit = True
-    deadline = time.monotonic() + 30
-    try:
+
+    def asked() -> bool:
         with watcher.cursor() as cursor:
-            while time.monotonic() < deadline:
-                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid <> "
-                               "pg_backend_pid() AND query_start > %s AND query LIKE "
-                               "'%%virtualtransaction FROM pg_locks%%'", (since,))
-                if cursor.fetchone()[0]:
-                    return
-                time.sleep(0.01)
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid <> "
+                           "pg_backend_pid() AND query_start > %s AND query LIKE "
+                           "'%%virtualtransaction FROM pg_locks%%'", (since,))
+            return bool(cursor.fetchone()[0])
+
+    try:
+        wait_for(asked, timeout=30, what="the merge to wait for the inserts in flight")
     finally:
         watcher.close()
-    pytest.fail("the merge never waited for the inserts in flight")
 
 
 @pytest.mark.skipif(BACKEND != "postgres", reason="SQLite has one writer: a merge comes between "

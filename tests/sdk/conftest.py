@@ -12,7 +12,6 @@ not only per context: keepalive requests that outlive their page go out with the
 """
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -151,21 +150,6 @@ def tracked(pages: PageServer, egis: FlakyProxy) -> Callable[..., str]:
         return pages.url(path, host)
 
     return publish
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "",
-             seen: Callable[[], Any] | None = None) -> Any:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds,
-    saying what was `seen` by then."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}"
-                                 + (f"; seen: {seen()}" if seen else ""))
-        time.sleep(0.05)
 
 
 def tracker_ready(page: Page) -> None:

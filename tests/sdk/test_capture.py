@@ -9,7 +9,8 @@ import pytest
 
 from models import Event
 from tests.conftest import BACKEND, ROOT
-from tests.sdk.conftest import tracker_ready, wait_for
+from tests.helpers import wait_for
+from tests.sdk.conftest import tracker_ready
 from tests.tracking.helpers import stored_events
 
 VITALS = {"lcp", "inp", "cls", "fcp", "ttfb"}

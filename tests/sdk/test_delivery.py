@@ -9,8 +9,8 @@ import time
 import pytest
 
 from tests.conftest import BACKEND
-from tests.helpers import post_json
-from tests.sdk.conftest import tracker_ready, wait_for
+from tests.helpers import post_json, wait_for
+from tests.sdk.conftest import tracker_ready
 from tests.sdk.proxy import DROP, FAIL_AFTER, FAIL_BEFORE, STALL
 from tests.tracking.helpers import stored_events
 

@@ -15,8 +15,8 @@ import pytest
 
 from models import Event
 from tests.conftest import BACKEND
-from tests.helpers import database_bytes
-from tests.sdk.conftest import tracker_ready, wait_for
+from tests.helpers import database_bytes, wait_for
+from tests.sdk.conftest import tracker_ready
 from tests.tracking.helpers import CHROME_UA, stored_events
 
 LEAVE = "/left"  # a page without the tracker, on the same origin
