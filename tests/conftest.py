@@ -284,12 +284,12 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait(timeout=10)
 
 
-# For a live server that outlives its tests (one per module): each worker merges the rollups in
-# the request that stored the events, never on its timer (app.rollups.timer) after the test.
-# `truncate_all` resets the id sequences: a timer's merge that read the largest id (30, say)
-# before the tables were emptied and moved the mark there after would take the next test's
-# events 1-29 for merged, and they would count in no visit.
-IN_REQUEST = {"EGIS_ROLLUP_MERGE_SECONDS": "0"}
+# For a live server that outlives its tests (one per module): each worker writes its tallies
+# (app.tally) and merges the rollups in the request that stored the events, never on a timer
+# (app.rollups.timer) after the test. `truncate_all` resets the id sequences: a timer's merge
+# that read the largest id (30, say) before the tables were emptied and moved the mark there
+# after would take the next test's events 1-29 for merged, and they would count in no visit.
+IN_REQUEST = {"EGIS_TALLY_FLUSH_SECONDS": "0", "EGIS_ROLLUP_MERGE_SECONDS": "0"}
 
 _SALTS_OF_LIVE_SERVERS: list[dict[str, Any]] = []
 

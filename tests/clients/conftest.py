@@ -41,7 +41,7 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     are shut down before that; tallies are written and the rollups merged in the request
     (app.tally, IN_REQUEST), so nothing a test sent is written after its tables were emptied."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
-                           env={"EGIS_TALLY_FLUSH_SECONDS": "0", **IN_REQUEST})
+                           env=IN_REQUEST)
     yield server
     stop_server(server)
 

@@ -238,8 +238,7 @@ def live_oauth(migrated: str, tmp_path_factory: pytest.TempPathFactory,
                            deploy_config=True, env={
                                "EGIS_OAUTH_PRIVATE_CLIENT_URLS": "1",
                                "SSL_CERT_FILE": str(certificates.ca),
-                               "EGIS_TALLY_FLUSH_SECONDS": "0", "GUNICORN_ACCESSLOG": "-",
-                               **IN_REQUEST})
+                               "GUNICORN_ACCESSLOG": "-", **IN_REQUEST})
     yield server
     stop_server(server)
 

@@ -117,7 +117,7 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     of what was not stored is written in the request, not a second later (app.tally), as is
     the rollups' merge (IN_REQUEST)."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
-                           env={"EGIS_TALLY_FLUSH_SECONDS": "0", **IN_REQUEST})
+                           env=IN_REQUEST)
     yield server
     stop_server(server)
 
