@@ -85,11 +85,21 @@ def register(body: bytes) -> dict[str, Any]:
 
 def find(client_id: str) -> Client | None:
     """The client `client_id` names, its metadata document fetched when it is one and is not
-    cached (DocumentError when it cannot be used); None for an unknown id."""
+    cached (app.oauth.documents.fetch's errors when it cannot be); None for an unknown id."""
+    if "\x00" in client_id:  # no client has one (and PostgreSQL's text refuses it)
+        return None
     if documents.is_document_url(client_id):
         return Client(_document_client(client_id))
     record = OAuthClient.get_or_none(OAuthClient.client_id == client_id,
                                      OAuthClient.kind == REGISTERED)
+    return Client(record) if record is not None else None
+
+
+def stored(client_id: str) -> Client | None:
+    """The client `client_id` names as egis keeps it, never fetched: None when it has no row."""
+    if "\x00" in client_id:
+        return None
+    record = OAuthClient.get_or_none(OAuthClient.client_id == client_id)
     return Client(record) if record is not None else None
 
 

@@ -22,9 +22,9 @@ from itsdangerous import BadData, URLSafeSerializer
 
 from app.errors import ApiError
 from app.limits import CONNECT_CODE, count_against, refuse_if_spent
-from app.oauth import connect_codes, pages, redirects
+from app.oauth import connect_codes, documents, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
-from app.oauth.server import SERVER
+from app.oauth.server import SERVER, TemporarilyUnavailableError
 from models import InstanceSecret
 from models.oauth_client import DOCUMENT
 from models.site import utcnow
@@ -85,6 +85,10 @@ def decide() -> Response:
 
 
 def _refused(error: OAuth2Error) -> Response:
+    if isinstance(error, TemporarilyUnavailableError):
+        return pages.message(error.status_code, "Try again in a moment", str(error.description),
+                             "Reload this page in a few seconds.",
+                             {"Retry-After": str(documents.BUSY_RETRY_SECONDS)})
     if error.redirect_uri:  # the client and its redirect URI are known: it is told
         return SERVER.handle_error_response(None, error)
     sentence = error.description or "The request to connect an app is not valid."
