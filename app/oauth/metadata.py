@@ -4,8 +4,19 @@ ID metadata document: one schema for both, which is also what /api/openapi.json 
 egis keeps public clients only, so `token_endpoint_auth_method` may only be "none" (absent means
 "none": the MCP SDK's client leaves it out). Scope, grant and response types are what egis
 supports whatever a client asks (RFC 7591 section 3.2.1 lets a server replace them); other
-members (client_uri, logo_uri, contacts, ...) are not kept.
+members (client_uri, logo_uri, contacts, ...) are not kept, so what a client may make egis keep
+is its redirect URIs (app.oauth.redirects: 1-10, at most 1,000 characters each) and its name.
+
+The name is shown on the consent page, as the client's own claim: at most 200 characters, and
+none that changes how the rest reads without showing itself (NAME_RULE): controls and format
+characters (Unicode's Cc and Cf: the bidirectional overrides, embeddings and isolates
+U+202A-202E and U+2066-2069, the marks U+200E, U+200F and U+061C, the zero-width U+200B-200D,
+U+2060 and U+FEFF, the soft hyphen U+00AD, ...), line and paragraph separators, surrogates,
+private-use and unassigned code points, and the letters and marks that draw nothing (the
+Hangul fillers, the Braille blank, the combining grapheme joiner, Khmer's inherent vowels).
+Variation selectors are allowed: they choose how an emoji is drawn, and hide nothing.
 """
+import unicodedata
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
@@ -19,6 +30,18 @@ GRANT_TYPES = ["authorization_code", "refresh_token"]
 INVALID_REDIRECT_URI = "invalid_redirect_uri"
 INVALID_CLIENT_METADATA = "invalid_client_metadata"
 MAX_NAME = 200
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+NAME_RULE = "no control, direction or invisible characters"
+
+
+def _visible_name(name: str) -> None:
+    hidden = next((character for character in name if character in BLANK_LETTERS
+                   or unicodedata.category(character) in HIDDEN_CATEGORIES), None)
+    if hidden is not None:
+        raise ValidationError(f"Not allowed: {NAME_RULE} (it holds U+{ord(hidden):04X}).")
+    if name and not name.strip():
+        raise ValidationError("Must hold a visible character.")
 
 
 def _allowed_redirect(uri: str) -> None:
@@ -40,8 +63,8 @@ class ClientMetadataSchema(Schema):
         "description": "Public clients only: none (the default here)."})
     grant_types = fields.List(fields.String(validate=validate.OneOf(GRANT_TYPES)))
     response_types = fields.List(fields.String(validate=validate.OneOf(["code"])))
-    client_name = Text(validate=validate.Length(max=MAX_NAME), metadata={
-        "description": "Shown on the consent page."})
+    client_name = Text(validate=[validate.Length(max=MAX_NAME), _visible_name], metadata={
+        "description": f"Shown on the consent page: at most {MAX_NAME} characters, {NAME_RULE}."})
     scope = Text(validate=validate.Length(max=1000), metadata={
         "description": f"Registered as {SCOPE} whatever is asked (the one scope)."})
 
@@ -77,6 +100,15 @@ def load(data: Any) -> dict[str, Any]:
     if loaded.get("client_name"):
         kept["client_name"] = loaded["client_name"]
     return kept
+
+
+def columns(kept: dict[str, Any]) -> dict[str, Any]:
+    """The OAuthClient columns of metadata `kept` (`load`'s): the name and the redirect URIs in
+    columns of their own, the rest (the fixed grant types and scope) as `metadata`."""
+    return {"client_name": kept.get("client_name"), "redirect_uris": kept["redirect_uris"],
+            "grant_types": kept["grant_types"],
+            "metadata": {name: value for name, value in kept.items()
+                         if name not in ("client_name", "redirect_uris")}}
 
 
 def refusal(messages: dict[str, Any]) -> ApiError:

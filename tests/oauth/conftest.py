@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.oauth import clients, connect_codes, fetches, grants
+from app.oauth import clients, connect_codes, fetches, grants, registration
 from app.retention import prune
 from models import InstanceSecret, database
 from models.site import utcnow
@@ -397,10 +397,10 @@ def egis(live_oauth: LiveServer, kept_secrets: None, live_day_salts: None) -> Li
 
 class Clock:
     """A test clock, stopped at the moment it is made and moved by `advance`: the time of the
-    OAuth code (grants, connect codes, document caches, the failed fetches remembered) and of
-    `flask data prune`."""
+    OAuth code (grants, connect codes, document caches, registrations, the failed fetches
+    remembered) and of `flask data prune`."""
 
-    READERS = (grants, connect_codes, clients, prune)  # each reads it as `utcnow`
+    READERS = (grants, connect_codes, clients, registration, prune)  # each reads it as `utcnow`
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now = started = utcnow()

@@ -67,12 +67,15 @@ def test_what_a_document_may_not_be(trusted, document_server: DocumentServer):
         document_server.answers[path] = answer
         assert said in refusal(document_server.url(path)), path
     for path, redirect in (("/fragment.json", CALLBACK + "#x"), ("/js.json", "javascript:x()"),
-                           ("/http.json", "http://client.example/callback")):
+                           ("/http.json", "http://client.example/callback"),
+                           ("/source.json", "view-source:https://client.example/cb")):
         url = document_server.serve_client(path, [redirect])
         assert "redirect_uris: Not allowed" in refusal(url), path
     url = document_server.serve_client("/secret.json", [CALLBACK],
                                        token_endpoint_auth_method="client_secret_basic")
     assert "token_endpoint_auth_method" in refusal(url)
+    url = document_server.serve_client("/rlo.json", [CALLBACK], "Good \u202eevil")
+    assert "client_name: Not allowed" in refusal(url)
     # A document the host served, not one it failed to serve: the host is not held against
     # the other documents it serves.
     assert documents.fetch(document_server.serve_client("/after.json", [CALLBACK]), True)
