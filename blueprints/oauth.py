@@ -149,8 +149,8 @@ def register() -> tuple[Response, int]:
             responses={200: (HTML, "The consent page."),
                        302: (None, "Back to the client's redirect URI with error, "
                                    "error_description, state and iss."),
-                       400: (HTML, "An unknown client or a redirect URI it does not have: a "
-                                   "page, never a redirect."),
+                       400: (HTML, "An unknown client, a redirect URI it does not have, or "
+                                   "any fault of a client never allowed: a page, no redirect."),
                        429: (HTML, "Rate limited (per client IP)."),
                        503: (HTML, "Fetching 2 client metadata documents already: try again.")},
             tags=("oauth",))

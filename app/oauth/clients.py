@@ -9,7 +9,7 @@ from peewee import IntegrityError
 
 from app.oauth import documents, metadata
 from app.oauth.public import SCOPE
-from models import OAuthClient
+from models import OAuthClient, OAuthCode, OAuthGrant
 from models.oauth_client import DOCUMENT, REGISTERED
 from models.site import utcnow
 
@@ -74,6 +74,15 @@ def stored(client_id: str) -> Client | None:
         return None
     record = OAuthClient.get_or_none(OAuthClient.client_id == client_id)
     return Client(record) if record is not None else None
+
+
+def has_been_granted(client: Client) -> bool:
+    """Whether an owner has allowed this client (a code made for it, or a grant, is kept: the
+    client goes with the last of them, app.oauth.expiry). A client never allowed is a stranger:
+    egis never redirects to it with an error (app.oauth.consent)."""
+    record = client.record
+    return (OAuthCode.select().where(OAuthCode.client == record.id).exists()
+            or OAuthGrant.select().where(OAuthGrant.client == record.id).exists())
 
 
 def _document_client(url: str) -> OAuthClient:
