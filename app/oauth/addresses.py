@@ -3,9 +3,10 @@ addresses that are global.
 
 A host is an IPv6 literal in brackets, or a DNS name (an internationalized one as its IDNA
 ASCII form) of labels of 1-63 letters, digits, hyphens or underscores, at most 253 characters;
-anything else (`a..b`, a label over 63 characters, a space, a zone id) does not parse. Numeric
-spellings of IPv4 addresses (`127.1`, `2130706433`, `0x7f000001`) parse as names: the resolver
-reads them as the addresses they spell, and the address is what is judged.
+anything else (`a..b`, a label over 63 characters, a space, a zone id) does not parse. A name
+that spells an IPv4 address the way the C library reads one (`127.1`, `2130706433`,
+`0x7f000001`, `0177.0.0.1`: inet_aton) is that address, in its usual form: what the resolver
+would have connected to, and one name for a host however it is spelled.
 
 An address is global when Python's `is_global` says so and none of NOT_GLOBAL holds it, judged
 as the IPv4 address it carries when it is an IPv6 form of one. The Python this runs on
@@ -20,6 +21,7 @@ carry, Teredo's obfuscated), like the deprecated IPv4-compatible addresses (all 
 """
 import ipaddress
 import re
+import socket
 
 MAX_HOST = 253
 LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
@@ -63,7 +65,10 @@ def parse_host(host: str, bracketed: bool = False) -> str:
     labels = name.removesuffix(".").split(".")
     if not name or len(name) > MAX_HOST or not all(LABEL.fullmatch(label) for label in labels):
         raise MalformedHostError(host)
-    return name
+    try:
+        return socket.inet_ntoa(socket.inet_aton(name))
+    except OSError:
+        return name  # a DNS name
 
 
 def is_global(address: str) -> bool:

@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DEADLINE_SECONDS = 3.0
 MAX_BYTES = 5 * 1024
+MAX_URL = 2000  # a longer client_id URL does not parse: each worker may remember one a minute
 MAX_CACHE_SECONDS = 24 * 3600
 MAX_AGE = re.compile(r"max-age=([0-9]+)")
 REFUSAL = ("The client URL (client_id) cannot be used: no valid client metadata document could "
@@ -99,7 +100,9 @@ class Location:
 
 def location(url: str) -> Location:
     """Where the document of `url` is; MalformedURLError when its host or port does not parse, or it
-    has no path, a fragment or user information."""
+    has no path, a fragment or user information, or is longer than MAX_URL."""
+    if len(url) > MAX_URL:
+        raise MalformedURLError(url[:100])
     try:
         parts = urlsplit(url)
         port = parts.port or 443

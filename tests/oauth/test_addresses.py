@@ -10,7 +10,9 @@ from app.oauth.addresses import MalformedHostError, is_global, parse_host
 @pytest.mark.parametrize(("host", "parsed"), [
     ("client.example", "client.example"), ("a.b-c.example.", "a.b-c.example."),
     ("_acme.example", "_acme.example"), ("x" * 63 + ".example", "x" * 63 + ".example"),
-    ("127.0.0.1", "127.0.0.1"), ("2130706433", "2130706433"),  # judged by what it resolves to
+    # What the C library reads as an IPv4 address is that address.
+    ("127.0.0.1", "127.0.0.1"), ("127.1", "127.0.0.1"), ("2130706433", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("1.2.3.04", "1.2.3.4"),
     ("bücher.example", "xn--bcher-kva.example"), ("::1", "::1"),
     ("0:0:0:0:0:ffff:7f00:1", "::ffff:7f00:1")])
 def test_host_names_that_parse(host, parsed):

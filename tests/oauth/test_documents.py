@@ -188,7 +188,7 @@ MALFORMED = ["https://a..b/x", f"https://{'a' * 64}.example/x", "https://a b/x",
              "https://[::1/x", "https://[v1.x]/x", "https://[fe80::1%25lo]/x",
              "https://client.example:99999/x", "https://client.example:port/x",
              "https://client.example", "https://client.example/", "https://u:p@client.example/x",
-             "https://client.example/x#y"]
+             "https://client.example/x#y", "https://client.example/" + "x" * 2000]
 
 
 def test_a_client_url_that_does_not_parse_is_a_400_never_a_500(
