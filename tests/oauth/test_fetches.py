@@ -237,3 +237,35 @@ def test_a_failure_is_remembered_a_minute(trusted, make_app, make_site, monkeypa
             assert refused(broken) and document_server.hits["/missing.json"] == 2
     finally:
         silent.stop()
+
+
+def test_past_two_fetches_the_token_endpoint_says_try_again_and_revocation_fetches_nothing(
+        trusted, make_app, make_site):
+    app = make_app(OAUTH_PRIVATE_CLIENT_URLS=True)
+    make_site("std.example", "standard")
+    silent = StallingServer("silent", LOOPBACK_HOSTS[4:7])
+    first, second, third = (silent.url(host) for host in LOOPBACK_HOSTS[4:7])
+    try:
+        with in_process(app) as make:
+            holders = [make(CALLBACK) for _ in range(2)]
+            held = [threading.Thread(target=holder.http.get, args=("/oauth/authorize",),
+                                     kwargs={"params": authorization(url)})
+                    for holder, url in zip(holders, (first, second), strict=True)]
+            for thread in held:
+                thread.start()
+            wait_for(lambda: silent.open_now() == 2, what="two fetches held")
+            me = make(CALLBACK)
+            me.client_id = third
+            busy = me.exchange("no-such-code")
+            revoked = me.http.post("/oauth/revoke", data={"token": "x", "client_id": third})
+            assert silent.open_now() == 2  # both answered while the two were held
+            assert (busy.status_code, busy.headers["Retry-After"], busy.json()) == (
+                503, "2", {"error": "temporarily_unavailable",
+                           "error_description": documents.BUSY})
+            assert (revoked.status_code, revoked.json()) == (200, {})
+            for thread in held:
+                thread.join(timeout=20)
+            assert me.exchange("no-such-code").json()["error"] == "invalid_client"  # fetched
+    finally:
+        silent.stop()
+    assert silent.seen() == 3
