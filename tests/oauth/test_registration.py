@@ -54,6 +54,7 @@ def test_231_registrations_of_40_kb_from_one_address_meet_the_hourly_cap(app, cl
     assert other.status_code == 201
 
 
+@pytest.mark.slow
 def test_the_daily_cap_holds_in_all_across_servers_registering_at_once(start_server):
     """Two live servers on one database, each limit store its own worker's memory: only a
     count in the database holds the cap for both."""
