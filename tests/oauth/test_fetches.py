@@ -129,7 +129,7 @@ def test_headers_trickled_a_byte_a_second_hold_no_worker_and_ingest_goes_on(
     # threads and ingest waited for them), many of its answers while two fetches or more
     # were held.
     assert len(held) >= 8 and {status for status, _, _ in during} == {200}
-    assert sum(open_then >= 2 for _, _, open_then in during) >= 10
+    assert sum(open_then >= 2 for _, _, open_then in during) >= 3
     # No fetch outlived the deadline: each cut about 3 bytes in, of headers that would have
     # taken a minute; never more than two at once in each of the two workers.
     assert held and all(each.cut and each.sent < 10 < len(trickle.trickled) for each in held)
