@@ -26,6 +26,10 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT_OAUTH": "120/minute",  # per client IP: /oauth/* and the discovery documents
     # Per client IP: wrong connect codes typed into the consent page (app.oauth.consent).
     "RATE_LIMIT_CONNECT_CODE": "5 per 15 minutes",
+    # Per client IP: dynamic client registrations (POST /oauth/register); and in all, from every
+    # address, in any 24 hours (counted in the database: app.oauth.registration).
+    "RATE_LIMIT_OAUTH_REGISTER": "20/hour",
+    "OAUTH_REGISTRATIONS_PER_DAY": 1000,
     # Where egis is served from outside (https://analytics.example.com): the OAuth issuer and
     # the base of the MCP resource. Empty: the request's scheme and host (app.oauth.public).
     "PUBLIC_URL": "",

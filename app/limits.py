@@ -105,6 +105,10 @@ MCP = RateLimit("RATE_LIMIT_MCP", "mcp", _agent_id)  # /api/mcp, per key or OAut
 OAUTH = RateLimit("RATE_LIMIT_OAUTH", "oauth", client_network, personal=True)
 CONNECT_CODE = RateLimit("RATE_LIMIT_CONNECT_CODE", "connect-code", client_network,
                          personal=True)
+# Dynamic client registrations (POST /oauth/register), per client IP; the daily cap in all is
+# counted in the database (app.oauth.registration).
+OAUTH_REGISTER = RateLimit("RATE_LIMIT_OAUTH_REGISTER", "oauth-register", client_network,
+                           personal=True)
 # Keys looked up in the database and found unknown or revoked, per client IP, on every endpoint
 # that takes a key (app.auth).
 BAD_KEY = RateLimit("RATE_LIMIT_BAD_KEY", "bad-key", client_network, personal=True)

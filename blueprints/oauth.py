@@ -13,7 +13,7 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 from app.bodies import raw_body
 from app.errors import ApiError, render
 from app.limits import OAUTH, limited
-from app.oauth import clients, public
+from app.oauth import public, registration
 from app.oauth.metadata import ClientInformationSchema, ClientMetadataSchema
 from app.openapi import Media, documented
 
@@ -42,8 +42,8 @@ class OAuthErrorSchema(Schema):
     error = fields.String(required=True, metadata={
         "description": "invalid_request, invalid_client, invalid_grant, unauthorized_client, "
                        "unsupported_grant_type, invalid_scope, invalid_redirect_uri, "
-                       "invalid_client_metadata; or a sentence (a body that is not JSON, a rate "
-                       "limit)."})
+                       "invalid_client_metadata, temporarily_unavailable; or a sentence (a body "
+                       "that is not JSON, a rate limit)."})
     error_description = fields.String(metadata={"description": "One sentence."})
 
 
@@ -136,11 +136,12 @@ def server_metadata() -> Response:
                                                "JSON object too)."),
                        413: (OAuthErrorSchema, "Body too large."),
                        415: (OAuthErrorSchema, "Not JSON."),
-                       429: (OAuthErrorSchema, "Rate limited (per client IP).")},
+                       429: (OAuthErrorSchema, "Rate limited: per client IP, or registrations "
+                                               "in all in 24 hours (error_description: when).")},
             tags=("oauth",))
 @limited(OAUTH)
 def register() -> tuple[Response, int]:
-    return jsonify(clients.register(raw_body())), 201
+    return jsonify(registration.register(raw_body())), 201
 
 
 @bp.get("/oauth/authorize")
@@ -148,9 +149,10 @@ def register() -> tuple[Response, int]:
             responses={200: (HTML, "The consent page."),
                        302: (None, "Back to the client's redirect URI with error, "
                                    "error_description, state and iss."),
-                       400: (HTML, "An unknown client or a redirect URI it does not have: a "
-                                   "page, never a redirect."),
-                       429: (HTML, "Rate limited (per client IP).")},
+                       400: (HTML, "An unknown client, a redirect URI it does not have, or "
+                                   "any fault of a client never allowed: a page, no redirect."),
+                       429: (HTML, "Rate limited (per client IP)."),
+                       503: (HTML, "Fetching 2 client metadata documents already: try again.")},
             tags=("oauth",))
 @limited(OAUTH)
 def authorize() -> Response:
@@ -183,7 +185,8 @@ def decide() -> Response:
                        400: (OAuthErrorSchema, "invalid_request, invalid_grant, "
                                                "unsupported_grant_type, invalid_scope."),
                        401: (OAuthErrorSchema, "invalid_client."),
-                       429: (OAuthErrorSchema, "Rate limited (per client IP).")},
+                       429: (OAuthErrorSchema, "Rate limited (per client IP)."),
+                       503: (OAuthErrorSchema, "temporarily_unavailable: try again.")},
             tags=("oauth",))
 @limited(OAUTH)
 def token() -> Response:

@@ -17,9 +17,16 @@ class OAuthClient(BaseModel):
     client_name = TextField(null=True)
     redirect_uris = JSONField()  # list of strings, each following app.oauth.redirects
     grant_types = JSONField()
-    metadata = JSONField()  # what the client registered or its document said, as answered
+    # The rest of what the client registered or its document said, as answered (its fixed
+    # grant types and scope: app.oauth.metadata.columns).
+    metadata = JSONField()
     created_at = DateTimeField(default=utcnow)
     fetched_until = DateTimeField(null=True)  # DOCUMENT: fetched again after this
 
     class Meta:
         table_name = "oauth_client"
+
+
+# Registration counts the last 24 hours' registrations; prune deletes those a day old (0018).
+OAuthClient.add_index(OAuthClient.index(OAuthClient.created_at, name="oauth_client_registered_at")
+                      .where(OAuthClient.kind == REGISTERED))

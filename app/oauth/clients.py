@@ -1,26 +1,15 @@
-"""OAuth clients: registered (RFC 7591, POST /oauth/register) or known by a client ID metadata
-document (app.oauth.documents), and what the authorization server asks of them.
-
-Registration is written here, not with Authlib's ClientRegistrationEndpoint: that endpoint checks
-metadata with joserfc claims, which check no types (a `redirect_uris` string is read character by
-character) and name a claim, not the rule; the body is read by the marshmallow schema that
-/api/openapi.json documents (app.oauth.metadata), like every other body of the service, and what
-Authlib would add to that, a random client_id and a timestamp, is two lines.
+"""OAuth clients: registered (RFC 7591, app.oauth.registration) or known by a client ID
+metadata document (app.oauth.documents), and what the authorization server asks of them.
 """
-import secrets
-import time
 from datetime import timedelta
-from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
 from flask import current_app
 from peewee import IntegrityError
 
-from app.errors import ApiError
 from app.oauth import documents, metadata
 from app.oauth.public import SCOPE
-from models import OAuthClient
+from models import OAuthClient, OAuthCode, OAuthGrant
 from models.oauth_client import DOCUMENT, REGISTERED
 from models.site import utcnow
 
@@ -67,30 +56,33 @@ class Client:
         return grant_type in metadata.GRANT_TYPES
 
 
-def register(body: bytes) -> dict[str, Any]:
-    """Register a public client from its metadata, JSON (ApiError 400 when not valid); the
-    answer."""
-    try:
-        kept = metadata.load(orjson.loads(body))
-    except orjson.JSONDecodeError:
-        raise ApiError(400, metadata.INVALID_CLIENT_METADATA,
-                       error_description="The body is not valid JSON.") from None
-    record = OAuthClient.create(client_id=secrets.token_urlsafe(24), kind=REGISTERED,
-                                client_name=kept.get("client_name"),
-                                redirect_uris=kept["redirect_uris"],
-                                grant_types=kept["grant_types"], metadata=kept,
-                                created_at=utcnow())
-    return {"client_id": record.client_id, "client_id_issued_at": int(time.time()), **kept}
-
-
 def find(client_id: str) -> Client | None:
     """The client `client_id` names, its metadata document fetched when it is one and is not
-    cached (DocumentError when it cannot be used); None for an unknown id."""
+    cached (app.oauth.documents.fetch's errors when it cannot be); None for an unknown id."""
+    if "\x00" in client_id:  # no client has one (and PostgreSQL's text refuses it)
+        return None
     if documents.is_document_url(client_id):
         return Client(_document_client(client_id))
     record = OAuthClient.get_or_none(OAuthClient.client_id == client_id,
                                      OAuthClient.kind == REGISTERED)
     return Client(record) if record is not None else None
+
+
+def stored(client_id: str) -> Client | None:
+    """The client `client_id` names as egis keeps it, never fetched: None when it has no row."""
+    if "\x00" in client_id:
+        return None
+    record = OAuthClient.get_or_none(OAuthClient.client_id == client_id)
+    return Client(record) if record is not None else None
+
+
+def has_been_granted(client: Client) -> bool:
+    """Whether an owner has allowed this client (a code made for it, or a grant, is kept: the
+    client goes with the last of them, app.oauth.expiry). A client never allowed is a stranger:
+    egis never redirects to it with an error (app.oauth.consent)."""
+    record = client.record
+    return (OAuthCode.select().where(OAuthCode.client == record.id).exists()
+            or OAuthGrant.select().where(OAuthGrant.client == record.id).exists())
 
 
 def _document_client(url: str) -> OAuthClient:
@@ -99,10 +91,8 @@ def _document_client(url: str) -> OAuthClient:
     if record is not None and record.kind == DOCUMENT and record.fetched_until > now:
         return record
     document = documents.fetch(url, bool(current_app.config["OAUTH_PRIVATE_CLIENT_URLS"]))
-    kept = document.metadata
-    values = {"kind": DOCUMENT, "client_name": kept.get("client_name"),
-              "redirect_uris": kept["redirect_uris"], "grant_types": kept["grant_types"],
-              "metadata": kept, "fetched_until": now + timedelta(seconds=document.cache_seconds)}
+    values = {"kind": DOCUMENT, **metadata.columns(document.metadata),
+              "fetched_until": now + timedelta(seconds=document.cache_seconds)}
     updated = OAuthClient.update(values).where(OAuthClient.client_id == url).execute()
     if not updated:
         try:

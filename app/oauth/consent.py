@@ -2,7 +2,10 @@
 
 GET checks the authorization request (Authlib's grant, app.oauth.server): a fault of the client
 or its redirect URI is a 400 page, never a redirect; any other fault is sent back to the client
-(error, error_description, state, iss); a valid request gets the consent page. The page's form
+(error, error_description, state, iss) if an owner has allowed that client before, and is a
+400 page too if not (RFC 9700 section 4.11.2): anyone may register a client with any https
+redirect URI, and a stranger's faulty request redirected at once would make egis an open
+redirector. A valid request gets the consent page. The page's form
 carries the request's parameters and a CSRF token: a signature (itsdangerous, with a secret of
 the installation) over those parameters and a random cookie of the browser, so that the form
 is egis's own, for this request, posted from the browser it was shown in. POST checks it all
@@ -22,9 +25,9 @@ from itsdangerous import BadData, URLSafeSerializer
 
 from app.errors import ApiError
 from app.limits import CONNECT_CODE, count_against, refuse_if_spent
-from app.oauth import connect_codes, pages, redirects
+from app.oauth import clients, connect_codes, documents, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
-from app.oauth.server import SERVER
+from app.oauth.server import SERVER, TemporarilyUnavailableError
 from models import InstanceSecret
 from models.oauth_client import DOCUMENT
 from models.site import utcnow
@@ -48,6 +51,13 @@ def page() -> Response:
     except OAuth2Error as error:
         return _refused(error)
     return _consent_page(grant, 200)
+
+
+def _told_the_client(error: OAuth2Error) -> bool:
+    """Whether `error` goes back to the client: its redirect URI is known, and an owner has
+    allowed the client before (a stranger is never redirected to)."""
+    client = clients.stored(request.values.get("client_id", "")) if error.redirect_uri else None
+    return client is not None and clients.has_been_granted(client)
 
 
 def decide() -> Response:
@@ -85,7 +95,11 @@ def decide() -> Response:
 
 
 def _refused(error: OAuth2Error) -> Response:
-    if error.redirect_uri:  # the client and its redirect URI are known: it is told
+    if isinstance(error, TemporarilyUnavailableError):
+        return pages.message(error.status_code, "Try again in a moment", str(error.description),
+                             "Reload this page in a few seconds.",
+                             {"Retry-After": str(documents.BUSY_RETRY_SECONDS)})
+    if _told_the_client(error):
         return SERVER.handle_error_response(None, error)
     sentence = error.description or "The request to connect an app is not valid."
     return pages.message(400, "This app cannot connect", sentence,

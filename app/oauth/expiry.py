@@ -19,13 +19,16 @@ refreshes when its one-hour access token ends, so about 24 a day for an agent in
   back with one of its tokens hears why it is refused ("revoked", "lapsed") rather than
   "unknown", the operator can still see an incident's grant (client, times, the chain of
   tokens), and a grant row left is how the client rule below knows that its client had a grant
-  in the last 30 days, with no column of its own to remember it.
+  in the last 30 days, with no column of its own to remember it (and how app.oauth.consent
+  knows that an owner allowed the client: a stranger is never redirected to).
 - Connect codes and authorization codes that made no grant: SPENT_GRACE (a day) after they
   expired (a used one has expired too: 15 and 10 minutes after it was made). Until then one
   typed or sent again is refused by name ("used", "expired") rather than as wrong or unknown.
   A code that made a grant goes with the grant.
-- A registered client (RFC 7591) goes once it was registered more than CLIENT_IDLE (30 days)
-  ago and has no grant (so none in the last 30 days) and no code. A host that still holds its
+- A registered client (RFC 7591) goes once it was registered more than UNUSED_CLIENT_GRACE (a
+  day) ago and has no grant and no code: one that no owner ever allowed goes a day after it
+  registered (anyone may register, at no cost: app.oauth.registration), one that had a grant
+  GRANT_GRACE after its last grant ended, with that grant. A host that still holds its
   client_id is refused as unknown and must register again (README, "Agents by OAuth"). The
   consent page leaves no row behind: an owner on it for such a client at the moment prune runs
   sees "This app cannot connect" when allowing (no client has a column saying when it was last
@@ -46,7 +49,7 @@ from models.oauth_client import DOCUMENT, REGISTERED
 
 SPENT_GRACE = timedelta(days=1)  # one-time codes, and a stale metadata document's cache
 GRANT_GRACE = REFRESH_LIFETIME  # 30 days: an ended grant's rows
-CLIENT_IDLE = timedelta(days=30)  # a registered client without a grant
+UNUSED_CLIENT_GRACE = timedelta(days=1)  # a registered client without a grant or a code
 
 
 def expired(now: datetime) -> list[tuple[type[Model], Expression]]:
@@ -57,7 +60,8 @@ def expired(now: datetime) -> list[tuple[type[Model], Expression]]:
     unused_client = (OAuthClient.id.not_in(OAuthGrant.select(OAuthGrant.client))
                      & OAuthClient.id.not_in(OAuthCode.select(OAuthCode.client)))
     idle_client = (
-        ((OAuthClient.kind == REGISTERED) & (OAuthClient.created_at < now - CLIENT_IDLE))
+        ((OAuthClient.kind == REGISTERED)
+         & (OAuthClient.created_at < now - UNUSED_CLIENT_GRACE))
         | ((OAuthClient.kind == DOCUMENT) & (OAuthClient.fetched_until < spent_before)))
     return [
         (OAuthCode, (OAuthCode.grant.is_null() & (OAuthCode.expires_at < spent_before))

@@ -2,9 +2,20 @@
 
 A redirect URI is `https:` anywhere; `http:` only to a loopback host (127.0.0.1, [::1],
 localhost; any port, RFC 8252 section 7.3); or a private-use scheme of a native app (RFC 8252
-section 7.1, e.g. `cursor://...`), never `http(s)`, `javascript:`, `data:`, `file:` and the
-like under that name. Never with a fragment. Only the characters RFC 3986 allows in a URI, so a
-redirect URI is safe as it is in a Location header and in HTML.
+section 7.1, e.g. `cursor://...`). Never with a fragment. Only the characters RFC 3986 allows
+in a URI, so a redirect URI is safe as it is in a Location header and in HTML. At most
+MAX_LENGTH (1,000) characters: a native app's or a web client's callback is far shorter, and
+each URI is kept as long as the client is.
+
+A private-use scheme is any but those a browser itself handles (NOT_PRIVATE_USE), which an
+owner's browser would open in place of an app: http(s) and ws(s), which have rules of their own
+above; what runs or shows content of its own (`javascript:`, `vbscript:`, `data:`, `blob:`,
+`filesystem:`); local files and archives (`file:`, `jar:`); the source view (`view-source:`);
+the browsers' internal and extension pages (`about:`, `chrome:`, `chrome-extension:`,
+`chrome-untrusted:`, `devtools:`, `edge:`, `brave:`, `opera:`, `vivaldi:`, `moz-extension:`,
+`resource:`, `safari-web-extension:`, `ms-browser-extension:`); Android's `intent:`, which
+opens any app with any data; and `ftp:`. Schemes are matched in lower case: a private-use
+scheme is written in lower case, so one spelled otherwise (`JavaScript:`) is refused anyway.
 
 The same patterns are the OpenAPI document's rule (`JSON_SCHEMA`) and the server's
 (`is_allowed`): the server matches with `re.fullmatch`, JSON Schema with `^...$` (no pattern uses
@@ -21,8 +32,11 @@ HTTPS = rf"^https://(?:[A-Za-z0-9\-.]+|\[[0-9A-Fa-f:.]+\]){_PORT}{_REST}$"
 LOOPBACK = rf"^http://(?:127\.0\.0\.1|\[::1\]|localhost){_PORT}{_REST}$"
 PRIVATE_USE = r"^[a-z][a-z0-9+\-.]*:[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]+$"
 # Schemes that are no native app's, refused under the private-use rule.
-NOT_PRIVATE_USE = r"^(?:https?|javascript|vbscript|data|file|blob|about|ftp|wss?):"
-MAX_LENGTH = 2000
+NOT_PRIVATE_USE = (r"^(?:https?|wss?|javascript|vbscript|data|blob|filesystem|file|jar|"
+                   r"view-source|about|chrome|chrome-extension|chrome-untrusted|devtools|edge|"
+                   r"brave|opera|vivaldi|moz-extension|resource|safari-web-extension|"
+                   r"ms-browser-extension|intent|ftp):")
+MAX_LENGTH = 1000
 MAX_URIS = 10
 
 JSON_SCHEMA: dict[str, Any] = {
@@ -30,7 +44,8 @@ JSON_SCHEMA: dict[str, Any] = {
               {"pattern": PRIVATE_USE, "not": {"pattern": NOT_PRIVATE_USE}}],
 }
 RULE = ("a redirect URI must be https:, http: to 127.0.0.1, [::1] or localhost, or a native "
-        "app's own scheme (not javascript:, data: or file:), without a fragment")
+        "app's own scheme (not one a browser handles itself, such as javascript:, data:, file:, "
+        "view-source:, jar: or chrome:), without a fragment")
 
 _HTTPS, _LOOPBACK = re.compile(HTTPS), re.compile(LOOPBACK)
 _PRIVATE_USE, _NOT_PRIVATE_USE = re.compile(PRIVATE_USE), re.compile(NOT_PRIVATE_USE)

@@ -34,9 +34,9 @@ from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import Response, request
 
-from app.oauth import clients
+from app.oauth import clients, documents
 from app.oauth import grants as store
-from app.oauth.documents import DocumentError
+from app.oauth.fetches import BusyError
 from app.oauth.public import SCOPE, public_url, resource
 
 HTTPS_NEEDED = ("OAuth needs HTTPS: serve egis over https (and set EGIS_PUBLIC_URL to its https "
@@ -54,6 +54,20 @@ DESCRIPTIONS = {  # for the errors Authlib raises without a description
     "invalid_scope": f"The only scope is {SCOPE}.",
     "unauthorized_client": "This client may not use this grant type.",
 }
+
+
+class TemporarilyUnavailableError(OAuth2Error):
+    """A client metadata document is needed while this worker fetches as many as it may at
+    once (app.oauth.fetches): 503, to be tried again in a moment."""
+
+    error = "temporarily_unavailable"
+    status_code = 503
+
+    def __init__(self) -> None:
+        super().__init__(documents.BUSY)
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        return [*super().get_headers(), ("Retry-After", str(documents.BUSY_RETRY_SECONDS))]
 
 
 class Request(OAuth2Request):
@@ -225,6 +239,16 @@ class Revocation(RevocationEndpoint):
 
     CLIENT_AUTH_METHODS = ["none"]  # noqa: RUF012 - Authlib's class attribute
 
+    def authenticate_endpoint_client(self, request: OAuth2Request) -> clients.Client:
+        """The client as stored, never fetched: a client egis has no row of has no token to
+        revoke, and a revocation request must not make egis fetch anything."""
+        client_id = request.payload.client_id
+        client = clients.stored(client_id) if client_id else None
+        if client is None:
+            raise InvalidClientError()
+        request.client = client
+        return client
+
     def query_token(self, token_string: str, token_type_hint: str | None) -> Token | None:
         record = store.find_token(token_string)
         return Token(record) if record is not None else None
@@ -235,7 +259,7 @@ class Revocation(RevocationEndpoint):
     def create_endpoint_response(self, request: OAuth2Request) -> tuple[int, Any, list]:
         try:
             return super().create_endpoint_response(request)
-        except OAuth2Error:
+        except OAuth2Error:  # whatever was sent, as RFC 7009 answers it
             return 200, {}, default_json_headers
 
 
@@ -259,11 +283,16 @@ class Server(AuthorizationServer):
         self.register_endpoint(Revocation)
 
     def query_client(self, client_id: str) -> clients.Client | None:
+        """The client; its metadata document's faults as OAuth errors, told the same way
+        whatever went wrong (app.oauth.documents)."""
         try:
             return clients.find(client_id)
-        except DocumentError as error:
-            raise InvalidClientError(
-                description=f"The client metadata document cannot be used: {error}.") from None
+        except documents.MalformedURLError:
+            raise InvalidRequestError(documents.MALFORMED) from None
+        except BusyError:
+            raise TemporarilyUnavailableError from None
+        except documents.DocumentError:
+            raise InvalidClientError(description=documents.REFUSAL) from None
 
     def save_token(self, token: dict[str, Any], request: OAuth2Request) -> None:
         store.save_tokens(request.user.id, token["access_token"], token["refresh_token"])

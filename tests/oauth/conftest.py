@@ -9,11 +9,14 @@ signing key) from one test to the next, as production does: `kept_secrets` puts 
 that the emptying of the tables after each test removes.
 """
 import base64
+import contextlib
 import datetime
 import hashlib
 import html
 import re
 import secrets
+import select
+import socket
 import ssl
 import threading
 import time
@@ -32,7 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.oauth import clients, connect_codes, grants
+from app.oauth import clients, connect_codes, fetches, grants, registration
 from app.retention import prune
 from models import InstanceSecret, database
 from models.site import utcnow
@@ -204,9 +207,137 @@ class Callback:
         self.server.server_close()
 
 
+# --- Servers that stall: what a hostile client's URL may name ----------------------------------
+
+# Hosts of their own on this machine: Linux routes all of 127.0.0.0/8 to the loopback interface.
+LOOPBACK_HOSTS = tuple(f"127.0.0.{number}" for number in range(2, 42))
+# What a stalling server would take a minute to send, a byte a second.
+TRICKLED_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 b"X-Slow: " + b"x" * 8 + b"\r\n\r\n")
+
+
+@dataclass
+class Held:
+    """A connection a stalling server held: the bytes it sent, and whether the client (egis)
+    cut it before it had sent everything."""
+
+    sent: int = 0
+    cut: bool = False
+    open: bool = True
+
+
+class StallingServer:
+    """Listeners on `hosts` (one port each) that stall whoever connects.
+
+    `how`: "trickle" completes the TLS handshake (the test CA's certificate), reads the request,
+    sends `head` at once and then `trickled` one byte every `interval` seconds; "silent" accepts
+    and never sends anything; "unaccepting" never accepts (the kernel completes the connections
+    into its queue, and there they wait); "full" has its queue full, so that a connection never
+    completes.
+    `held` lists the connections it saw (for "unaccepting", those found in its queue)."""
+
+    def __init__(self, how: str, hosts: tuple[str, ...] = ("127.0.0.1",),
+                 certificates: Certificates | None = None, trickled: bytes = TRICKLED_HEAD,
+                 head: bytes = b"", interval: float = 1.0) -> None:
+        self.how, self.head, self.trickled, self.interval = how, head, trickled, interval
+        self.context = certificates.server_context() if certificates else None
+        self.held: list[Held] = []
+        self.most_open = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._sockets = [socket.create_server((host, 0), backlog=0 if how == "full" else 64)
+                         for host in hosts]
+        self.ports = {host: sock.getsockname()[1] for host, sock in zip(hosts, self._sockets,
+                                                                         strict=True)}
+        self._kept: list[socket.socket] = []
+        if how == "full":  # the one connection its queue holds, never accepted
+            self._kept += [socket.create_connection(sock.getsockname()) for sock in self._sockets]
+        if how in ("trickle", "silent"):
+            for sock in self._sockets:
+                threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+
+    def url(self, host: str, path: str = "/client.json") -> str:
+        return f"https://{host}:{self.ports[host]}{path}"
+
+    def open_now(self) -> int:
+        with self._lock:
+            return sum(held.open for held in self.held)
+
+    def seen(self) -> int:
+        """How many connections reached it (an unaccepting one's queue is emptied to count)."""
+        if self.how == "unaccepting":
+            for sock in self._sockets:
+                sock.setblocking(False)
+                while True:
+                    try:
+                        connection, _ = sock.accept()
+                    except BlockingIOError:
+                        break
+                    self._kept.append(connection)
+                    self.held.append(Held(open=False))
+        return len(self.held)
+
+    def _accept(self, sock: socket.socket) -> None:
+        while not self._stopped.is_set():
+            try:
+                connection, _ = sock.accept()
+            except OSError:
+                return
+            held = Held()
+            with self._lock:
+                self.held.append(held)
+                self.most_open = max(self.most_open, sum(each.open for each in self.held))
+            threading.Thread(target=self._stall, args=(connection, held), daemon=True).start()
+
+    def _stall(self, connection: socket.socket, held: Held) -> None:
+        try:
+            if self.how == "silent":
+                connection.settimeout(60)
+                while connection.recv(4096):  # until egis closes it
+                    pass
+                held.cut = True
+                return
+            connection.settimeout(10)
+            tls = self.context.wrap_socket(connection, server_side=True)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += tls.recv(4096) or b"\r\n\r\n"
+            tls.sendall(self.head)
+            for index in range(len(self.trickled)):
+                tls.sendall(self.trickled[index:index + 1])
+                held.sent += 1
+                if select.select([tls], [], [], self.interval)[0] and not tls.recv(1):
+                    held.cut = True  # egis closed its end
+                    return
+        except (OSError, ValueError):
+            held.cut = True
+        finally:
+            held.open = False
+            connection.close()
+
+    def stop(self) -> None:
+        """Stop listening (a listener's close alone would leave its accept waiting, and the
+        kernel completing connections) and close what it holds."""
+        self._stopped.set()
+        for sock in self._sockets + self._kept:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("tls"))
+    return make_certificates(tmp_path_factory.mktemp("tls"),
+                             addresses=("127.0.0.1", *LOOPBACK_HOSTS))
+
+
+@pytest.fixture(autouse=True)
+def no_failure_remembered() -> Iterator[None]:
+    """Each test starts with no failed fetch remembered in this process (app.oauth.fetches keeps
+    them a minute)."""
+    fetches.failed_hosts.forget_all()
+    fetches.failed_urls.forget_all()
+    yield
 
 
 @pytest.fixture
@@ -266,14 +397,18 @@ def egis(live_oauth: LiveServer, kept_secrets: None, live_day_salts: None) -> Li
 
 class Clock:
     """A test clock, stopped at the moment it is made and moved by `advance`: the time of the
-    OAuth code (grants, connect codes, document caches) and of `flask data prune`."""
+    OAuth code (grants, connect codes, document caches, registrations, the failed fetches
+    remembered) and of `flask data prune`."""
 
-    READERS = (grants, connect_codes, clients, prune)  # each reads it as `utcnow`
+    READERS = (grants, connect_codes, clients, registration, prune)  # each reads it as `utcnow`
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.now = utcnow()
+        self.now = started = utcnow()
         for module in self.READERS:
             monkeypatch.setattr(module, "utcnow", lambda: self.now)
+        steady = time.monotonic()
+        monkeypatch.setattr(fetches, "monotonic",
+                            lambda: steady + (self.now - started).total_seconds())
 
     def advance(self, **by: float) -> None:
         self.now += datetime.timedelta(**by)

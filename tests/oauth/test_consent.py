@@ -1,7 +1,8 @@
 """The consent step over HTTP, in this process (a test clock moves time): connect codes (any
 case, dashes optional; wrong, used and expired each said; 15 minutes; once), the limit on wrong
-codes per client address, deny, and the form's CSRF token (its cookie, its parameters, its age).
-The page in a real browser: tests/oauth/test_consent_browser.py.
+codes per client address, deny, the form's CSRF token (its cookie, its parameters, its age),
+and the faults of a request: sent back to a client an owner allowed before, a page for a
+stranger. The page in a real browser: tests/oauth/test_consent_browser.py.
 """
 import re
 from datetime import timedelta
@@ -19,10 +20,15 @@ NOTICE = re.compile(r'<p class="notice" role="alert">([^<]*)</p>')
 
 
 @pytest.fixture
-def me(app, make_site):
+def make(app, make_site):
     make_site("std.example", "standard")
     with in_process(app) as make:
-        yield make().register()
+        yield make
+
+
+@pytest.fixture
+def me(make):
+    return make().register()
 
 
 def notice(answer) -> str:
@@ -125,15 +131,28 @@ def test_the_form_is_bound_to_its_request_its_browser_and_its_age(app, me, monke
     ({"response_type": "token"}, "unsupported_response_type"),
     ({"response_type": None}, "unsupported_response_type"),
     ({"code_challenge": "short"}, "invalid_request"),
+    ({"code_challenge": None}, "invalid_request"),
+    ({"code_challenge_method": "plain"}, "invalid_request"),
     ({"resource": "https://elsewhere.example/api/mcp"}, "invalid_target"),
 ])
-def test_other_faults_are_sent_back_to_the_client(me, changes, error):
-    assert me.http.get("/oauth/authorize", params=me.authorization()).status_code == 200
-    parameters = me.authorization(**changes)
-    refused = me.http.get("/oauth/authorize", params=parameters)
+def test_a_fault_goes_back_to_a_client_allowed_before_and_never_to_a_stranger(
+        app, make, changes, error):
+    granted, stranger = make().register("Allowed before"), make().register("Stranger")
+    assert granted.authorize(connect_code(app, "std.example"))["code"]  # an owner allowed it
+    for each in (granted, stranger):
+        assert each.http.get("/oauth/authorize", params=each.authorization()).status_code == 200
+
+    parameters = granted.authorization(**changes)
+    refused = granted.http.get("/oauth/authorize", params=parameters)
     assert refused.status_code == 302
     back = dict(item.split("=", 1) for item in
                 refused.headers["Location"].split("?", 1)[1].split("&"))
     assert set(back) == {"error", "error_description", "state", "iss"}
     assert (back["error"], back["state"], back["iss"]) == (
         error, parameters["state"], "http%3A%2F%2Flocalhost")
+
+    # The same fault from a client no owner ever allowed: egis's own page, no redirect.
+    page = stranger.http.get("/oauth/authorize", params=stranger.authorization(**changes))
+    assert page.status_code == 400 and "Location" not in page.headers
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "This app cannot connect" in page.text and stranger.redirect_uri not in page.text

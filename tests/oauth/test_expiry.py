@@ -136,16 +136,17 @@ def test_the_live_rows_stay_and_the_spent_ones_go(app, std_site, clock):
         rows.code(host, rows.ago(days=1, minutes=11))
         rows.code(host, rows.ago(days=2), used=True)  # claimed, its grant never made
 
-        # Registered clients: registered 29 days ago; 31 days ago with a code in flight, or
-        # with a grant that ended 29 days ago: kept. 31 days ago and never used: gone; with a
-        # grant that goes now: goes with it.
+        # Registered clients: registered 23 hours ago; 31 days ago with a code in flight, or
+        # with a grant that ended 29 days ago: kept. 25 hours or 31 days ago and never used:
+        # gone; with a grant that goes now: goes with it.
         pending = rows.client(rows.ago(days=31))
         keep[OAuthCode].add(rows.code(pending, rows.ago(minutes=2)))
         recent_end = rows.client(rows.ago(days=31))
         ended_lately = rows.grant(recent_end, rows.ago(days=59))
         keep[OAuthToken].add(rows.token(ended_lately, rows.ago(days=59)))
         keep[OAuthGrant].add(ended_lately)
-        keep[OAuthClient] |= {host, rows.client(rows.ago(days=29)), pending, recent_end}
+        keep[OAuthClient] |= {host, rows.client(rows.ago(hours=23)), pending, recent_end}
+        rows.client(rows.ago(hours=25))
         rows.client(rows.ago(days=31))
         old_grant_only = rows.client(rows.ago(days=200))
         rows.token(rows.grant(old_grant_only, rows.ago(days=100)), rows.ago(days=100))
@@ -161,8 +162,8 @@ def test_the_live_rows_stay_and_the_spent_ones_go(app, std_site, clock):
         keep[OAuthCode] |= codes_of(keep[OAuthGrant])
 
         gone = {model: len(ids(model) - kept) for model, kept in keep.items()}
-    assert gone == {OAuthCode: 6, OAuthToken: 5, OAuthGrant: 4, OAuthClient: 3, ConnectCode: 2}
-    assert prune(app) == pruned(oauth_code=6, oauth_token=5, oauth_grant=4, oauth_client=3,
+    assert gone == {OAuthCode: 6, OAuthToken: 5, OAuthGrant: 4, OAuthClient: 4, ConnectCode: 2}
+    assert prune(app) == pruned(oauth_code=6, oauth_token=5, oauth_grant=4, oauth_client=4,
                                 connect_code=2)
     with db(app):
         assert {model: ids(model) for model in keep} == keep
@@ -172,10 +173,15 @@ def test_the_live_rows_stay_and_the_spent_ones_go(app, std_site, clock):
 # --- Through the flow: reuse detection, a grant ended long ago, agents list -------------------
 
 @pytest.fixture
-def me(app, make_site):
+def make(app, make_site):
     make_site("std.example", "standard")
     with in_process(app) as make:
-        yield make(CALLBACK).register()
+        yield make
+
+
+@pytest.fixture
+def me(make):
+    return make(CALLBACK).register()
 
 
 def works_on_mcp(me, access_token: str) -> bool:
@@ -240,6 +246,26 @@ def test_a_grant_revoked_long_ago_goes_with_its_tokens_and_codes_and_client(app,
     assert "Location" not in page.headers
     again = me.register().tokens(connect_code(app, "std.example"))
     assert works_on_mcp(me, again["access_token"])
+
+
+def test_a_registered_client_no_owner_allowed_goes_a_day_after(app, make, clock):
+    allowed, stranger = make(CALLBACK).register("Allowed"), make(CALLBACK).register("Stranger")
+    tokens = allowed.tokens(connect_code(app, "std.example"))
+    for each in (allowed, stranger):
+        assert each.http.get("/oauth/authorize", params=each.authorization()).status_code == 200
+    clock.advance(hours=23, minutes=59)
+    assert prune(app) == pruned()  # the day is not over
+    clock.advance(minutes=2)
+    assert prune(app) == pruned(oauth_client=1)  # the stranger
+    page = stranger.http.get("/oauth/authorize", params=stranger.authorization())
+    assert page.status_code == 400 and "This app cannot connect" in page.text
+    forgotten = stranger.exchange("no-such-code")
+    assert (forgotten.status_code, forgotten.json()["error"]) == (401, "invalid_client")
+    # The client an owner allowed stays with its grant, and goes on working.
+    assert allowed.http.get("/oauth/authorize", params=allowed.authorization()).status_code == 200
+    assert works_on_mcp(allowed, allowed.refresh(tokens["refresh_token"]).json()["access_token"])
+    with db(app):
+        assert [client.client_name for client in OAuthClient.select()] == ["Allowed"]
 
 
 def test_agents_list_shows_the_same_live_grants_after_a_prune(app, me, clock):

@@ -94,6 +94,8 @@ def test_another_clients_code_is_refused(app, site, agent):
 def test_plain_pkce_and_no_pkce_are_refused(app, site, agent):
     me = agent().register()
     assert me.http.get("/oauth/authorize", params=me.authorization()).status_code == 200
+    assert me.authorize(connect_code(app, "std.example"))["code"]  # allowed: told by redirect
+    stranger = agent().register("Never allowed")
     for changes in ({"code_challenge_method": "plain", "code_challenge": me.pkce.verifier},
                     {"code_challenge_method": None}, {"code_challenge": None}):
         parameters = me.authorization(**changes)
@@ -102,16 +104,22 @@ def test_plain_pkce_and_no_pkce_are_refused(app, site, agent):
         back = refused.headers["Location"]
         assert back.startswith(me.redirect_uri + "?error=invalid_request&error_description=")
         assert f"state={parameters['state']}" in back and "iss=http" in back
+        # A client no owner allowed gets egis's own page for the same request, never a
+        # redirect to the URI its registrant chose (RFC 9700 section 4.11.2).
+        page = stranger.http.get("/oauth/authorize", params=stranger.authorization(**changes))
+        assert page.status_code == 400 and "Location" not in page.headers, changes
+        assert page.headers["Content-Type"].startswith("text/html")
+        assert "This app cannot connect" in page.text and "code_challenge" in page.text
 
 
 def test_a_wrong_resource_is_refused(app, site, agent):
     me = agent().register()
     assert me.http.get("/oauth/authorize", params=me.authorization()).status_code == 200
+    code = me.authorize(connect_code(app, "std.example"))["code"]
     other = me.http.get("/oauth/authorize", params=me.authorization(
         resource="https://elsewhere.example/api/mcp"))
     assert other.status_code == 302 and "error=invalid_target" in other.headers["Location"]
 
-    code = me.authorize(connect_code(app, "std.example"))["code"]
     assert error_of(me.exchange(code, resource="https://elsewhere.example/api/mcp")) == (
         400, "invalid_grant")
     tokens = me.exchange(code).json()
