@@ -15,18 +15,14 @@ import argparse
 import contextlib
 import http.client
 import json
-import shutil
 import socket
 import statistics
-import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 from ingest import bench_env, create_bench_site, serving, start_gunicorn, wait_for
 from pg import admin, database_url, run_database
-from servers import NGINX_PORT, UPSTREAM_PORT, nginx_config
+from servers import NGINX_PORT, UPSTREAM_PORT, nginx_in_front
 
 DB_NAME = run_database("slow_loris_bench")
 WAYS_IN = {"gunicorn directly": UPSTREAM_PORT, "behind nginx": NGINX_PORT}
@@ -102,12 +98,9 @@ def main() -> None:
     args = parser.parse_args()
     env = bench_env(database_url(DB_NAME), UPSTREAM_PORT, 2, 4)
     key = create_bench_site(DB_NAME, env)
-    scratch = tempfile.mkdtemp(prefix="egis-slow-loris-")
-    nginx = subprocess.Popen(["nginx", "-p", scratch, "-c", str(nginx_config(Path(scratch))),
-                              "-g", "daemon off;"], stderr=subprocess.DEVNULL)
     results: dict[tuple[str, str], list[float | None]] = {}
     try:
-        with serving(start_gunicorn(env, UPSTREAM_PORT)):
+        with nginx_in_front("egis-slow-loris-"), serving(start_gunicorn(env, UPSTREAM_PORT)):
             wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
             for _ in range(args.rounds):
                 for way, port in WAYS_IN.items():
@@ -117,9 +110,6 @@ def main() -> None:
                     results.setdefault((way, f"{args.sockets} slow sockets"), []).extend(
                         attacked(port, key, args))
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
-        shutil.rmtree(scratch, ignore_errors=True)
         admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
     print(f"\ngunicorn 2 x 4 threads (deploy/gunicorn.conf.py); {args.rounds} rounds of "
           f"{args.requests} 1-event batches, each given {args.timeout:g} s\n")
