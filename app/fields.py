@@ -1,16 +1,28 @@
 """marshmallow fields with the strictness the ingest contract needs, shared by every schema."""
 import math
+from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
 import orjson
 from marshmallow import ValidationError, fields
 
+from app.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN, may_hold_email
+from models.site import utcnow
+
 MAX_PROPERTIES_BYTES = 16 * 1024
 # Levels of objects and arrays in a free-form object. orjson cannot write more than 254 at all,
 # and the store wraps properties in two more levels (the event, the list of events).
 MAX_JSON_DEPTH = 64
 MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01: anything later is a unit mistake
+# How late an event may arrive: a tracker's offline backlog is days, a clock in the wrong
+# century is an error. Later, the whole request is refused (docs/API.md, "Conventions").
+MAX_EVENT_AGE_DAYS = 400
+MAX_EVENT_AGE_MS = MAX_EVENT_AGE_DAYS * 86_400_000
+_ARRIVES_TOO_LATE = f"an event may arrive at most {MAX_EVENT_AGE_DAYS} days after it happened."
+BEFORE_ITS_BATCH = (f"More than {MAX_EVENT_AGE_DAYS} days before the batch's timestamp: "
+                    f"{_ARRIVES_TOO_LATE}")
+TOO_LONG_AGO = f"More than {MAX_EVENT_AGE_DAYS} days ago: {_ARRIVES_TOO_LATE}"
 NUL_ESCAPE = b"\\u0000"  # how NUL appears in JSON text
 
 
@@ -22,6 +34,34 @@ class Text(fields.String):
         if "\x00" in text:
             raise ValidationError("NUL characters are not allowed.")
         return text
+
+
+class OpaqueId(Text):
+    """An id the client chose (a user id, an anonymous id): never an e-mail address, in any of
+    the disguises app.privacy.may_hold_email knows. The document says so as a pattern the id
+    may not match, which the compiled check of app.validation applies too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        metadata = {"not": {"type": "string", "pattern": EMAIL_IN_ID_PATTERN},
+                    **kwargs.pop("metadata", {})}
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if may_hold_email(text):
+            raise ValidationError(EMAIL_IN_ID)
+        return text
+
+
+def epoch_ms_now() -> int:
+    return int(utcnow().replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def not_too_long_ago(epoch_ms: float | Decimal) -> None:
+    """A validator: an event's own time (epoch ms) at most MAX_EVENT_AGE_DAYS before now. One
+    before 1970 or after 2100 is left to the field's Range."""
+    if 0 <= epoch_ms <= MAX_EPOCH_MS and epoch_ms < epoch_ms_now() - MAX_EVENT_AGE_MS:
+        raise ValidationError(TOO_LONG_AGO)
 
 
 class Number(fields.Float):

@@ -2,12 +2,12 @@
 
 The partition key is `occurred_at`, the time every analytics query filters on, so a query for a
 period reads only that period's partitions. A DEFAULT partition takes whatever no month has a
-partition for (a client clock years off, a goal dated 1970), so no insert can ever fail for want
-of a partition. Months are created ahead of time, this one and AHEAD_MONTHS more, by
-`flask db upgrade`, `flask db partitions` and `flask data prune`; a month whose rows already sit
-in the DEFAULT partition (migrated history, a clock a few months ahead) gets its partition when
-it falls within BACK_MONTHS before this one, and its rows move there. Retention drops whole
-months (`drop_months_before`) instead of deleting their rows.
+partition for (an event up to 400 days old, the oldest ingest takes; migrated history), so no
+insert can ever fail for want of a partition. Months are created ahead of time, this one and
+AHEAD_MONTHS more, by `flask db upgrade`, `flask db partitions` and `flask data prune`; a month
+whose rows already sit in the DEFAULT partition (migrated history, a clock a few months ahead)
+gets its partition when it falls within BACK_MONTHS before this one, and its rows move there.
+Retention drops whole months (`drop_months_before`) instead of deleting their rows.
 
 DDL here takes at most a brief lock of the event table, waiting no longer than LOCK_TIMEOUT and
 retried: a long analytics query never makes ingest queue behind a waiting DROP.

@@ -23,34 +23,79 @@ import re
 from itertools import pairwise
 from typing import Any
 
+import orjson
+
 __all__ = [
+    "EMAIL_IN_ID",
+    "EMAIL_IN_ID_PATTERN",
     "MONEY_KEYS",
     "filter_form_fields",
     "is_sensitive_field_name",
     "looks_like_card_number",
     "looks_like_email",
     "luhn_valid",
+    "may_hold_email",
     "sanitize_form_submit",
     "strip_money",
 ]
 
 MONEY_KEYS = frozenset({"amount", "revenue", "revenue_cents", "currency"})
+# How a money key appears in orjson's compact output, lowered, wherever it is: `"amount":`.
+_MONEY_KEY_TEXT = re.compile(
+    b'"(?:' + b"|".join(re.escape(key.encode()) for key in sorted(MONEY_KEYS)) + b')":')
 
 
-def strip_money(properties: dict[str, Any]) -> dict[str, Any]:
-    """Drop top-level money keys (any case); the same object comes back when there are none."""
-    # Runs for every stored event, so the no-match path stays in C: map + isdisjoint.
+def strip_money(value: Any) -> Any:
+    """`value` without money keys (any case) at any depth: in every object, those within lists
+    too. The same object comes back when there are none; the input is never modified.
+
+    Runs for every stored event, so the question "is there one anywhere?" is asked of the JSON
+    text, in C: orjson, bytes.lower() and one regular expression (bench/README.md, "Money keys
+    at every depth": 0.1-2 µs more than the top-level check on the tracker's properties, where a
+    walk in Python over the objects costs 2-10 times as much wherever they nest), and the value
+    is walked only when the text has one. A key's text cannot hide a money key:
+    orjson writes every key whole between quotes, never escaping a letter, and lowering the
+    bytes lowers every spelling that str.lower() makes a money key of (no character beyond
+    ASCII lowers to one of their letters: tests/test_privacy.py). A match that is no key (a key
+    `x"amount` reads `"x\\"amount":`) only costs the walk.
+    """
     try:
-        if MONEY_KEYS.isdisjoint(map(str.lower, properties)):
-            return properties
-    except TypeError:  # a non-str key: JSON never produces one, but do not fail on it
-        if not any(map(_is_money_key, properties)):
-            return properties
-    return {key: value for key, value in properties.items() if not _is_money_key(key)}
+        text = orjson.dumps(value).lower()
+    except orjson.JSONEncodeError:  # a non-str key (JSON never has one) or a non-JSON value
+        return _without_money(value)
+    return value if _MONEY_KEY_TEXT.search(text) is None else _without_money(value)
+
+
+def _without_money(value: Any) -> Any:
+    # Recursive: every value stored has at most 64 levels (app.fields.JSONObject checks it).
+    if isinstance(value, dict):
+        return {key: _without_money(item) for key, item in value.items()
+                if not _is_money_key(key)}
+    if isinstance(value, list):
+        return [_without_money(item) for item in value]
+    return value
 
 
 def _is_money_key(key: object) -> bool:
     return isinstance(key, str) and key.lower() in MONEY_KEYS
+
+
+# --- ids that may hold an e-mail address ------------------------------------------------------
+
+# An @ as it is, percent-encoded (%40), full-width (U+FF20) or small (U+FE6B): the spellings a
+# URL decoder, Unicode normalization (NFKC) or a reader turns back into an address. An id
+# chosen by a client (a user id, an anonymous id) holding one is refused as an e-mail address.
+# A regular expression both Python and JSON Schema read the same way: the OpenAPI document
+# carries it (app.fields.OpaqueId).
+EMAIL_IN_ID_PATTERN = "@|%40|\uff20|\ufe6b"
+EMAIL_IN_ID = ("Must be an opaque id, not an e-mail address (no @, %40, \uff20 or \ufe6b "
+               "in it).")
+_EMAIL_IN_ID = re.compile(EMAIL_IN_ID_PATTERN)
+
+
+def may_hold_email(identifier: str) -> bool:
+    """Whether an id holds an @ in any of its spellings (EMAIL_IN_ID_PATTERN)."""
+    return _EMAIL_IN_ID.search(identifier) is not None
 
 
 # --- e-mail addresses and card numbers ------------------------------------------------------

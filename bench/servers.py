@@ -26,6 +26,8 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ingest import (
@@ -70,6 +72,22 @@ http {{ {temp_paths}
     return config
 
 
+@contextmanager
+def nginx_in_front(prefix: str) -> Iterator[str]:
+    """Debian's nginx with nginx_config() in a scratch directory of its own (named `prefix`...,
+    yielded for the run's other files), stopped and the directory removed when the block ends,
+    however it ends."""
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    nginx = subprocess.Popen(["nginx", "-p", scratch, "-c", str(nginx_config(Path(scratch))),
+                              "-g", "daemon off;"], stderr=subprocess.DEVNULL)
+    try:
+        yield scratch
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def warm_up(key: str) -> None:
     """A few posts through nginx, so that every worker has opened its database connection and
     compiled what a request needs before the measurement."""
@@ -94,30 +112,27 @@ def main() -> None:
     env = {**bench_env(db_url, UPSTREAM_PORT, args.workers, args.worker_threads),
            "EGIS_TRUSTED_PROXIES": "1"}
     key = create_bench_site(DB_NAME, env)
-    scratch = tempfile.mkdtemp(prefix="egis-servers-")
-    nginx = subprocess.Popen(["nginx", "-p", scratch, "-c", str(nginx_config(Path(scratch))),
-                              "-g", "daemon off;"], stderr=subprocess.DEVNULL)
     results: dict[tuple[str, str], list[tuple[float, float, float | None, dict]]] = (
         defaultdict(list))
     memory: dict[str, list[dict[str, float]]] = defaultdict(list)
     try:
-        for number in range(args.rounds):
-            order = SERVERS if number % 2 == 0 else SERVERS[::-1]
-            rounds: dict[str, list] = {}
-            for name in order:
-                with serving(start_server(name, env, UPSTREAM_PORT, args, scratch)) as server:
-                    wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
-                    warm_up(key)
-                    rounds[name] = measure_loads(NGINX_PORT, key, db_url, args, scratch)
-                    memory[name] += worker_memory_mib(server.pid)
-            gunicorn_noop = rounds["gunicorn"][0][1]
-            for name, rows in rounds.items():
-                for label, rps, stored, result in rows:
-                    results[(name, label)].append((rps, rps / gunicorn_noop, stored, result))
+        with nginx_in_front("egis-servers-") as scratch:
+            for number in range(args.rounds):
+                order = SERVERS if number % 2 == 0 else SERVERS[::-1]
+                rounds: dict[str, list] = {}
+                for name in order:
+                    with serving(start_server(name, env, UPSTREAM_PORT, args,
+                                              scratch)) as server:
+                        wait_for(f"http://127.0.0.1:{NGINX_PORT}/healthz")
+                        warm_up(key)
+                        rounds[name] = measure_loads(NGINX_PORT, key, db_url, args, scratch)
+                        memory[name] += worker_memory_mib(server.pid)
+                gunicorn_noop = rounds["gunicorn"][0][1]
+                for name, rows in rounds.items():
+                    for label, rps, stored, result in rows:
+                        results[(name, label)].append((rps, rps / gunicorn_noop, stored,
+                                                       result))
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
-        shutil.rmtree(scratch, ignore_errors=True)
         admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
 
     print(f"\nbehind nginx (deploy/nginx.conf), {args.workers} workers x {args.worker_threads} "

@@ -2,22 +2,23 @@
 from typing import Any
 
 from flask import Blueprint, current_app, g
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from app import cors
 from app.bodies import json_object, raw_body
 from app.context.request import request_context
 from app.errors import ApiError
 from app.fields import (
+    BEFORE_ITS_BATCH,
     MAX_EPOCH_MS,
     NUL_ESCAPE,
     Flag,
     JSONObject,
     Number,
+    OpaqueId,
     Text,
 )
 from app.openapi import documented
-from app.privacy import looks_like_email
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 from app.validation import FastLoader
@@ -27,11 +28,6 @@ from models.ingest_tally import REJECTED_403_PLAN
 MAX_EVENTS = 50
 bp = Blueprint("events", __name__)
 cors.enable(bp)
-
-
-def not_an_email(value: str | None) -> None:
-    if value is not None and looks_like_email(value):
-        raise ValidationError("Must be an opaque user id, not an e-mail address.")
 
 
 epoch_ms = validate.Range(min=0, max=MAX_EPOCH_MS)
@@ -58,15 +54,23 @@ class BatchSchema(Schema):
     id = Text(required=True, validate=validate.Length(min=1, max=128),
               metadata={"description": "Batch id, unique per site: a resend is not stored twice."})
     sessionId = Text(required=True, validate=validate.Length(min=1, max=128))
-    anonymousId = Text(required=True, validate=validate.Length(min=1, max=128))
-    userId = Text(allow_none=True, validate=[validate.Length(min=1, max=128), not_an_email],
-                  metadata={"description": "The id given to identify(); never an e-mail."})
+    anonymousId = OpaqueId(required=True, validate=validate.Length(min=1, max=128))
+    userId = OpaqueId(allow_none=True, validate=validate.Length(min=1, max=128),
+                      metadata={"description": "The id given to identify(); never an e-mail."})
     timestamp = Number(required=True, validate=epoch_ms,
                        metadata={"description": "When the batch was sent, epoch ms."})
     compressed = Flag(allow_none=True)
     fingerprint = JSONObject(allow_none=True)
     events = fields.List(fields.Nested(EventSchema), required=True,
                          validate=validate.Length(min=1, max=MAX_EVENTS))
+
+    @validates_schema(skip_on_field_errors=True)
+    def events_arrive_in_time(self, batch: dict[str, Any], **_kwargs: Any) -> None:
+        late = {index: {"timestamp": [BEFORE_ITS_BATCH]}
+                for index, event in enumerate(batch["events"])
+                if ingest.arrives_too_late(batch["timestamp"], event["timestamp"])}
+        if late:
+            raise ValidationError({"events": late})
 
 
 class IngestResponseSchema(Schema):
@@ -89,8 +93,8 @@ def _extra_rules_hold(batch: dict[str, Any]) -> bool:
 
     NUL characters are the caller's check (on the raw body, see post_events).
     """
-    user_id = batch.get("userId")
-    if isinstance(user_id, str) and looks_like_email(user_id):
+    sent_ms = batch["timestamp"]
+    if any(ingest.arrives_too_late(sent_ms, event["timestamp"]) for event in batch["events"]):
         return False
     return JSONObject.all_acceptable(
         [value for value in (batch.get("fingerprint"),

@@ -7,7 +7,7 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 from app import cors
 from app.bodies import json_object, raw_body
 from app.context.request import request_context
-from app.fields import JSONObject, Text
+from app.fields import JSONObject, OpaqueId, Text, not_too_long_ago
 from app.idempotency import idempotent, once
 from app.openapi import documented
 from app.tracking import anonymous, ingest
@@ -17,19 +17,30 @@ bp = Blueprint("goals", __name__)
 cors.enable(bp)
 
 
+def happened_in_time(raw: str) -> None:
+    """A client_timestamp that sets the goal's time sets one at most 400 days ago (text that
+    is not a time leaves the goal at its receipt time, as before)."""
+    client_ms = ingest.parse_client_timestamp(raw)
+    if client_ms is not None:
+        not_too_long_ago(client_ms)
+
+
 class GoalSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
     goal_name = Text(required=True, validate=validate.Length(min=1, max=64))
     metadata = JSONObject(allow_none=True)
-    anonymous_id = Text(allow_none=True, validate=validate.Length(max=128))
+    anonymous_id = OpaqueId(allow_none=True, validate=validate.Length(max=128))
     session_id = Text(allow_none=True, validate=validate.Length(max=128))
     page_url = Text(allow_none=True, validate=validate.Length(max=2048))
     page_title = Text(allow_none=True, validate=validate.Length(max=1024))
     referrer = Text(allow_none=True, validate=validate.Length(max=2048))
-    client_timestamp = Text(allow_none=True, validate=validate.Length(max=64), metadata={
-        "description": "ISO 8601 or epoch ms as a string; other text is kept as sent."})
+    client_timestamp = Text(
+        allow_none=True, validate=[validate.Length(max=64), happened_in_time], metadata={
+            "description": "ISO 8601 or epoch ms as a string, at most 400 days ago (a time "
+                           "in the future counts as the receipt time); other text is kept as "
+                           "sent."})
 
 
 class GoalResponseSchema(Schema):

@@ -15,11 +15,18 @@ from marshmallow import (
 from app.auth import require_key
 from app.bodies import json_object_exact, raw_body
 from app.errors import ApiError
-from app.fields import MAX_EPOCH_MS, ExactJSONObject, ExactNumber, StrictInteger, Text
+from app.fields import (
+    MAX_EPOCH_MS,
+    ExactJSONObject,
+    ExactNumber,
+    OpaqueId,
+    StrictInteger,
+    Text,
+    not_too_long_ago,
+)
 from app.idempotency import idempotent, once
 from app.limits import PER_KEY, limited
 from app.openapi import documented
-from app.privacy import looks_like_email
 from app.revenue import server_events
 from app.revenue.money import MAX_AMOUNT, MoneyError, active_currencies
 from models.api_key import SERVER
@@ -33,14 +40,6 @@ CURRENCY_REQUIRED = "Required with amount or revenue_cents."
 CURRENCY_ALONE = "Only allowed with amount or revenue_cents."
 AMOUNT_RANGE = (f"Must be between {-MAX_AMOUNT} and {MAX_AMOUNT} (10^15 major units either way); "
                 "a larger amount can be sent as revenue_cents, in minor units.")
-EMAIL_REFUSED = "Must be an opaque user id (the one given to identify()), not an e-mail address."
-
-
-def not_an_email(value: str | None) -> None:
-    if value is not None and looks_like_email(value):
-        raise ValidationError(EMAIL_REFUSED)
-
-
 CURRENCY_CODES = sorted(active_currencies())
 # Upper case as ISO 4217 writes them, or lower case as some payment APIs do; not mixed.
 CURRENCY_SPELLINGS = [*CURRENCY_CODES, *(code.lower() for code in CURRENCY_CODES)]
@@ -58,9 +57,9 @@ class CurrencyCode(Text):
         return text.upper()
 
 
-def opaque_id(description: str, *extra: Any) -> Text:
-    return Text(allow_none=True, validate=[validate.Length(min=1, max=128), *extra],
-                metadata={"description": description})
+def opaque_id(description: str, field: type[Text] = Text) -> Text:
+    return field(allow_none=True, validate=validate.Length(min=1, max=128),
+                 metadata={"description": description})
 
 
 def _null(*names: str) -> dict[str, Any]:
@@ -91,7 +90,7 @@ class ServerEventSchema(Schema):
     eventName = Text(required=True, validate=validate.Length(min=1, max=128))
     identifiedUserId = opaque_id(
         "The id the tracker's identify() set, so revenue joins the visit; never an e-mail.",
-        not_an_email)
+        OpaqueId)
     amount = ExactNumber(
         allow_none=True,
         validate=validate.Range(min=-MAX_AMOUNT, max=MAX_AMOUNT, error=AMOUNT_RANGE),
@@ -110,12 +109,15 @@ class ServerEventSchema(Schema):
         "description": "Active ISO 4217 code (upper or lower case); required with amount or "
                        "revenue_cents.", "enum": [*CURRENCY_SPELLINGS, None]})
     orderId = opaque_id("Unique per site: a repeat is answered duplicate and not stored again.")
-    anonymousId = opaque_id("The tracker's anonymous id.")
+    anonymousId = opaque_id("The tracker's anonymous id.", OpaqueId)
     sessionId = opaque_id("The tracker's session id.")
-    timestamp = ExactNumber(allow_none=True, validate=validate.Range(min=0, max=MAX_EPOCH_MS),
-                            metadata={"description": "When it happened, epoch ms."})
+    timestamp = ExactNumber(
+        allow_none=True, validate=[validate.Range(min=0, max=MAX_EPOCH_MS), not_too_long_ago],
+        metadata={"description": "When it happened, epoch ms: at most 400 days ago (a time in "
+                                 "the future counts as the receipt time)."})
     properties = ExactJSONObject(allow_none=True, metadata={
-        "description": "Free-form; amount, revenue, revenue_cents and currency are removed."})
+        "description": "Free-form; amount, revenue, revenue_cents and currency are removed, "
+                       "at every depth."})
 
     @validates_schema(skip_on_field_errors=True)
     def money_fields_go_together(self, data: dict[str, Any], **_kwargs: Any) -> None:

@@ -8,7 +8,8 @@ its variable set in the environment, wins over them:
 
 - GRANIAN_WORKERS, one process per core and one more; GRANIAN_BLOCKING_THREADS, 4 app threads
   each (the shape of deploy/gunicorn.conf.py). Bound to GRANIAN_HOST:GRANIAN_PORT, granian's
-  own default 127.0.0.1:8000.
+  own default 127.0.0.1:8000: like gunicorn, egis is exposed only behind the shipped nginx
+  (deploy/nginx.conf), which reads each request whole before granian sees it.
 - Or bound to a Unix socket (GRANIAN_UDS) that any local user may connect to, like gunicorn's.
 - HTTP/1.1 only (what nginx speaks to it); a worker that dies is replaced; on SIGTERM the
   workers finish the requests they hold, for at most 20 s; SIGHUP replaces them one by one.

@@ -1,8 +1,15 @@
 """gunicorn settings for egis (`gunicorn -c deploy/gunicorn.conf.py wsgi:app`).
 
 Each value can be overridden from the environment (GUNICORN_*), the usual gunicorn way.
+
+egis is exposed only behind the shipped nginx (deploy/nginx.conf), never to clients directly:
+each of gunicorn's threads reads a request's headers itself, so a few clients that send theirs
+a line at a time (slow loris) hold every thread and ingest stops; nginx reads each request whole
+before passing it on. So gunicorn listens on 127.0.0.1 or a Unix socket, and says so loudly at
+start when GUNICORN_BIND names an address other hosts can reach.
 """
 import gc
+import ipaddress
 import json
 import multiprocessing
 import os
@@ -14,6 +21,7 @@ from gunicorn import util
 from gunicorn.http import errors as http_errors
 from gunicorn.workers.gthread import ThreadWorker
 
+# Loopback or a Unix socket only, nginx in front (above).
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # One process per core and one more, a few threads each: the work is CPU-bound Python plus one
 # database round trip, and the threads keep a core busy while others wait on the commit; with
@@ -48,6 +56,31 @@ OWN_METRICS_DIR = "GUNICORN_OWN_METRICS_DIR"  # survives gunicorn re-reading thi
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="egis-metrics-")
     os.environ[OWN_METRICS_DIR] = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+def reachable_from_other_hosts(address) -> bool:
+    """Whether gunicorn's listening `address` (host, port), or a Unix socket's path, takes
+    connections from other hosts: anything but a loopback address or a socket file."""
+    if not isinstance(address, tuple):
+        return False  # a Unix socket (a path), or an inherited file descriptor
+    host = address[0].strip("[]")
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a host name: whatever it resolves to, maybe not loopback
+
+
+def when_ready(server):
+    exposed = [f"{address[0]}:{address[1]}" for address in server.cfg.address
+               if reachable_from_other_hosts(address)]
+    if exposed:
+        server.log.warning(
+            "egis listens on %s, which other hosts can reach: egis is exposed only behind the "
+            "shipped nginx (deploy/nginx.conf), which reads each request whole; reached "
+            "directly, a few slow clients hold all of gunicorn's threads. Bind 127.0.0.1 or a "
+            "Unix socket (GUNICORN_BIND).", ", ".join(exposed))
 
 
 def on_starting(server):

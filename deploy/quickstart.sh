@@ -18,10 +18,19 @@
 # The PID file and the log are instance/egis.pid and instance/egis.log (EGIS_QUICKSTART_DIR
 # names another directory). GUNICORN_WORKERS (2 here) and the other GUNICORN_* variables work
 # as in deploy/gunicorn.conf.py.
+#
+# egis is exposed only behind the shipped nginx (deploy/nginx.conf), which reads each request
+# whole: reached directly, gunicorn is held by a few clients that send their headers slowly
+# (slow loris). So the quickstart listens on 127.0.0.1, and warns loudly when GUNICORN_BIND is
+# neither a loopback address nor a Unix socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '4,5p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() {
+    sed -n '4,5p' "$0" | sed 's/^# *//' >&2
+    echo "It listens on 127.0.0.1: egis is exposed only behind the shipped nginx (deploy/nginx.conf)." >&2
+    exit 2
+}
 port="" foreground="" skip_install="" stop=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -117,6 +126,21 @@ case "$GUNICORN_BIND" in
     *) url="http://$GUNICORN_BIND" ;;
 esac
 
+# Other hosts reach egis through nginx only: say so loudly when they could reach gunicorn.
+warn_if_reachable() {
+    case "$GUNICORN_BIND" in
+        unix:* | 127.* | localhost | localhost:* | "[::1]" | "[::1]:"*) return 0 ;;
+    esac
+    cat >&2 <<EOF
+
+!!! WARNING: egis is to listen on $GUNICORN_BIND, which other hosts can reach.
+!!! egis is exposed only behind the shipped nginx (deploy/nginx.conf): reached directly, a few
+!!! clients that send their headers slowly hold all of gunicorn's threads and ingest stops.
+!!! Put nginx in front, and GUNICORN_BIND on 127.0.0.1 or a Unix socket (README, "Deployment").
+
+EOF
+}
+
 if pid="$(running_pid)"; then
     echo
     echo "egis is already running (PID $pid; its address is in $log_file)."
@@ -124,6 +148,7 @@ if pid="$(running_pid)"; then
     exit 0
 fi
 
+warn_if_reachable
 if [ -n "$foreground" ]; then
     echo "egis on ${url:-$GUNICORN_BIND}; Ctrl-C stops it."
     exec .venv/bin/gunicorn -c deploy/gunicorn.conf.py wsgi:app
@@ -167,3 +192,4 @@ if [ -n "$url" ]; then
     echo "Try it:   curl -s $url/api/validate -H \"X-API-Key: ${write_key:-<the write key>}\""
 fi
 echo "Stop it:  bash deploy/quickstart.sh --stop   (or: kill $(cat "$pid_file"))"
+echo "For other hosts: put the shipped nginx in front (deploy/nginx.conf; README, \"Deployment\")."

@@ -1,6 +1,6 @@
-"""Shared by the tests: posting raw JSON, reading rows, dumping the database, seeding a site's
-events and visits, calling an MCP tool, racing threads, polling for a condition, running a
-script in a fresh interpreter."""
+"""Shared by the tests: posting raw JSON, reading rows, dumping the database, ids that hide an
+e-mail address, seeding a site's events and visits, calling an MCP tool, racing threads, polling
+for a condition, running a script in a fresh interpreter."""
 import gzip
 import json
 import subprocess
@@ -72,6 +72,21 @@ def database_bytes(database_url: str) -> bytes:
     command = ["pg_dump", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432),
                "-U", url.username or "postgres", url.path.lstrip("/")]
     return subprocess.run(command, check=True, capture_output=True, timeout=60).stdout
+
+
+# Ids a hostile client may send: an e-mail address in each of its disguises (app.privacy,
+# may_hold_email), after the id that is the same but for its at sign, which is accepted.
+EMAIL_DISGUISES = (("<alice.example.com>", "<alice@example.com>"),
+                   ("alice%20example.com", "alice%40example.com"),
+                   ("alice.example.com", "alice\uff20example.com"),
+                   ("alice-example.com", "alice\ufe6bexample.com"))
+
+
+def assert_nowhere_in_the_database(app: Flask, *texts: str) -> None:
+    """None of `texts` is anywhere in the database (its dump: rows, tallies, everything)."""
+    dump = database_bytes(app.config["DATABASE_URL"])
+    for text in texts:
+        assert text.encode() not in dump, text
 
 
 def in_fresh_interpreter(script: str, *arguments: str) -> Any:

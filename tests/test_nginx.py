@@ -1,6 +1,7 @@
 """deploy/nginx.conf, as shipped, run by Debian's nginx in front of the deployed server
 (gunicorn, or granian with EGIS_TEST_WSGI=granian; 2 workers, Redis limits,
-EGIS_TRUSTED_PROXIES=1), on free loopback ports; everything stopped by PID.
+EGIS_TRUSTED_PROXIES=1), on free loopback ports; everything stopped by PID. egis is exposed only
+behind it: slow clients are nginx's to hold, and the docs say so.
 
 Clients connect from other loopback addresses (127.0.0.2, 127.0.0.3, ...) than nginx's own
 (127.0.0.1), so a limit that counted nginx's address instead of the client's would show.
@@ -9,10 +10,13 @@ import gzip
 import http.client
 import json
 import os
+import re
+import select
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,7 @@ from tests.conftest import (
     launch,
     stop_server,
 )
+from tests.helpers import wait_for
 from tests.tracking.helpers import CHROME_UA, batch, dumps, stored_counts, tallies
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -364,3 +369,78 @@ def test_oauth_passes_through_with_its_pages_and_no_query_in_the_log(stack):
         time.sleep(0.05)
     assert "/oauth/authorize" in access_log.read_text()
     assert secret_looking not in access_log.read_text() + stack.upstream.log()
+
+
+class SlowLoris:
+    """`count` sockets that each begin a request and send one more header line a second, never
+    ending it (the slow-loris attack): a server that reads a request's headers in one of a few
+    threads gives each socket a thread for as long as it trickles."""
+
+    def __init__(self, port: int, count: int, source: str = "127.0.0.9") -> None:
+        self.sockets = [socket.create_connection(("127.0.0.1", port), timeout=5,
+                                                 source_address=(source, 0))
+                        for _ in range(count)]
+        self.rounds = 0  # header lines sent by every socket so far
+        self.failures: list[OSError] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._trickle, daemon=True)
+
+    def __enter__(self) -> "SlowLoris":
+        for sock in self.sockets:
+            sock.sendall(b"POST /api/events HTTP/1.1\r\nHost: ingest.example\r\n")
+        self._thread.start()
+        return self
+
+    def _trickle(self) -> None:
+        while not self._stop.is_set():
+            for sock in self.sockets:
+                try:
+                    sock.sendall(f"X-Slow-{self.rounds}: {self.rounds}\r\n".encode())
+                except OSError as error:
+                    self.failures.append(error)
+            self.rounds += 1
+            self._stop.wait(1)
+
+    def all_open(self) -> bool:
+        """Whether the server has neither answered nor closed any of the sockets: none has
+        anything to read (an answer, a 408 say, or the end of the connection)."""
+        readable, _, _ = select.select(self.sockets, [], [], 0)
+        return not readable and not self.failures
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for sock in self.sockets:
+            sock.close()
+
+
+def test_slow_loris_sockets_hold_nginx_not_ingest(app, stack):
+    """16 slow-loris sockets, twice the server's 2 x 4 threads: nginx reads every request's
+    headers itself (at most 10 s: client_header_timeout) and passes on only whole requests, so
+    ingest through the same nginx goes on answering, every request while the 16 sockets are
+    still open and trickling."""
+    assert stack.post_events(dumps(batch())).status == 200  # ingest through nginx, unattacked
+    with SlowLoris(stack.nginx.port, 16) as loris:
+        wait_for(lambda: loris.rounds >= 2, what="two header lines from each slow socket")
+        answers = [stack.post_events(dumps(batch(2)), source=f"127.0.1.{number}")
+                   for number in range(1, 11)]
+        held_open = loris.all_open()
+        rounds = loris.rounds
+    assert [(answer.status, answer.json()) for answer in answers] == [
+        (200, {"success": True, "count": 2})] * 10
+    assert held_open, "a slow socket was answered or closed before ingest was done"
+    assert rounds >= 2
+    assert stored_counts(app)["events"] == 1 + 20
+    assert "Traceback" not in stack.upstream.log()
+
+
+# Where the deployment is described: each says that egis is exposed only behind nginx.
+EXPOSURE_DOCS = ("README.md", "deploy/gunicorn.conf.py", "deploy/granian_server.py",
+                 "deploy/quickstart.sh", "deploy/nginx.conf", "deploy/SCALING.md")
+
+
+@pytest.mark.parametrize("name", EXPOSURE_DOCS)
+def test_the_docs_say_egis_is_exposed_only_behind_the_shipped_nginx(name):
+    words = re.sub(r"[\s#>*`]+", " ", (ROOT / name).read_text())
+    assert "exposed only behind the shipped nginx" in words, name
+    assert "deploy/nginx.conf" in words, name

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 
 import orjson
 import pytest
-from peewee import OperationalError
+from peewee import OperationalError, fn
 from playhouse.migrations import Runner
 
 from app import partitions
@@ -31,6 +31,14 @@ def partition_of_rows(app) -> dict[int, str]:
     with db(app):
         rows = database.execute_sql("SELECT id, tableoid::regclass::text FROM event").fetchall()
     return dict(rows)
+
+
+def partition_for(app, moment: datetime) -> str:
+    """The partition a row of `moment` belongs in: its month's, or DEFAULT when it has none."""
+    with db(app):
+        months = partitions.monthly_partitions()
+    own = Month(month_start(moment))
+    return own.name if own in months else partitions.DEFAULT_PARTITION
 
 
 def add_events(site_id: int, *moments: datetime) -> None:
@@ -74,16 +82,21 @@ def test_the_event_table_is_partitioned_by_month_with_a_default(app):
 
 @postgres_only
 def test_no_insert_fails_for_want_of_a_partition(client, app, std_site):
-    """Clocks years off land in the DEFAULT partition; this month's events in their own."""
-    body = batch([event(timestamp=0), event()])  # sent now: the first happened in 1970
+    """Rows of a month without its partition land in the DEFAULT partition: ingest's oldest
+    (400 days before their receipt), and rows written by hand years off; this month's events
+    in their own."""
+    body = batch([event(timestamp=now_ms() - 400 * 86_400_000), event()])
     assert post_json(client, "/api/events", body, std_site.write_headers()).status_code == 200
-    assert post_json(client, "/api/goals", goal(client_timestamp="1999-12-31T23:59:59Z"),
+    old_goal = f"{utcnow() - timedelta(days=399):%Y-%m-%dT%H:%M:%S}Z"
+    assert post_json(client, "/api/goals", goal(client_timestamp=old_goal),
                      std_site.write_headers()).status_code == 200
     with db(app):
         add_events(std_site.site.id, datetime(2091, 5, 1), datetime(1, 1, 1))
-    where = sorted(partition_of_rows(app).values())
-    this_month = f"{utcnow():event_%Y_%m}"
-    assert where == sorted(["event_default"] * 4 + [this_month])
+        stored = dict(Event.select(Event.id, Event.occurred_at).tuples())
+    assert partition_of_rows(app) == {row: partition_for(app, moment)
+                                      for row, moment in stored.items()}
+    assert sorted(partition_of_rows(app).values()).count("event_default") >= 2
+    assert f"{utcnow():event_%Y_%m}" in partition_of_rows(app).values()
 
 
 @postgres_only
@@ -151,13 +164,16 @@ def psycopg2_connection(app):
 
 @postgres_only
 def test_a_batch_across_partitions_is_stored_exactly_once(client, app, std_site):
-    body = orjson.dumps(batch([event(timestamp=0), event(), event(timestamp=now_ms() - 1)]))
+    oldest = now_ms() - 400 * 86_400_000  # in the DEFAULT partition unless its month has one
+    body = orjson.dumps(batch([event(timestamp=oldest), event(), event(timestamp=now_ms() - 1)]))
     first = post_json(client, "/api/events", body, std_site.write_headers())
     again = post_json(client, "/api/events", body, std_site.write_headers())
     assert first.get_json() == {"success": True, "count": 3}
     assert again.get_json() == {"success": True, "count": 3, "duplicate": True}
+    with db(app):
+        oldest_row = Event.select(fn.MIN(Event.occurred_at)).scalar()
     assert sorted(partition_of_rows(app).values()) == sorted([
-        "event_default", f"{utcnow():event_%Y_%m}", f"{utcnow():event_%Y_%m}"])
+        partition_for(app, oldest_row), f"{utcnow():event_%Y_%m}", f"{utcnow():event_%Y_%m}"])
 
 
 # --- analytics queries read only their period's partitions ----------------------------------

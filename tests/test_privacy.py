@@ -1,9 +1,12 @@
-"""app.privacy: money stripping, e-mail and card detection, form_submit field filtering."""
+"""app.privacy: money stripping, e-mail and card detection, ids that may hold an e-mail address,
+form_submit field filtering."""
 
 import copy
 
+import orjson
 import pytest
 
+from app.fields import MAX_PROPERTIES_BYTES
 from app.privacy import (
     MONEY_KEYS,
     filter_form_fields,
@@ -11,6 +14,7 @@ from app.privacy import (
     looks_like_card_number,
     looks_like_email,
     luhn_valid,
+    may_hold_email,
     sanitize_form_submit,
     strip_money,
 )
@@ -37,22 +41,92 @@ def test_strip_money_removes_all_money_keys_and_keeps_the_rest() -> None:
     assert properties == original
 
 
-def test_strip_money_only_looks_at_the_top_level() -> None:
-    properties = {"cart": {"amount": 10, "currency": "EUR"}, "items": [{"revenue": 3}]}
-    assert strip_money(properties) is properties
-    assert strip_money({"amount": 1, **properties}) == properties
+def _nested(depth: int, leaf: dict) -> dict:
+    """`leaf` `depth` objects down: {"l1": {"l2": ... leaf}}, each level with a sibling key."""
+    for level in range(depth, 0, -1):
+        leaf = {f"l{level}": leaf, f"keep{level}": level}
+    return leaf
+
+
+@pytest.mark.parametrize("depth", [1, 3, 63])
+def test_strip_money_removes_money_keys_at_every_depth(depth: int) -> None:
+    money = {"Amount": 10, "currency": "EUR", "REVENUE": 3, "revenue_cents": 300, "sku": "A1"}
+    properties = _nested(depth, money)
+    original = copy.deepcopy(properties)
+    assert strip_money(properties) == _nested(depth, {"sku": "A1"})
+    assert properties == original
+
+
+def test_strip_money_looks_into_objects_within_lists() -> None:
+    properties = {"items": [{"sku": "A1", "amount": 5}, "plain", [{"Currency": "EUR", "q": 1}],
+                            {"nested": {"revenue": 2, "k": [1, {"REVENUE_CENTS": 9}]}}],
+                  "currency_code": "EUR"}
+    assert strip_money(properties) == {
+        "items": [{"sku": "A1"}, "plain", [{"q": 1}], {"nested": {"k": [1, {}]}}],
+        "currency_code": "EUR"}
 
 
 @pytest.mark.parametrize(
     "properties",
-    [{}, {"plan": "pro", "amounts": 3, "currency_code": "EUR", " amount": 1}, {1: "x", None: 2}],
+    [{}, {"plan": "pro", "amounts": 3, "currency_code": "EUR", " amount": 1},
+     {"cart": {"items": [{"sku": "A1", "price": 5}], "note": "amount"}, "list": ["currency"]},
+     {"text": '"amount": 5', "quoted": 'x"amount":'}, {"amountX": {"y": 1}}],
 )
 def test_strip_money_returns_the_same_object_when_nothing_matches(properties: dict) -> None:
+    """Values that read like a money key, keys that contain one: nothing is removed."""
     assert strip_money(properties) is properties
+
+
+def test_a_key_that_reads_like_a_money_key_as_text_is_kept() -> None:
+    """The key `x"amount` is written `"x\\"amount":` in JSON: the text search finds a money
+    key, the walk finds none and keeps it."""
+    properties = {'x"amount': 1, "y": {'"currency': 2}}
+    assert strip_money(properties) == {'x"amount': 1, "y": {'"currency': 2}}
 
 
 def test_strip_money_tolerates_non_str_keys() -> None:
     assert strip_money({1: "x", "Currency": "EUR"}) == {1: "x"}
+    assert strip_money({1: {"amount": 1, "a": 2}, None: 2}) == {1: {"a": 2}, None: 2}
+
+
+def test_no_character_beyond_ascii_lowers_into_a_money_key() -> None:
+    """strip_money searches the JSON text with ASCII case folding: right only if str.lower(),
+    the rule, makes no money key of a character beyond ASCII (the Kelvin sign lowers to "k",
+    "İ" to "i" and a combining dot: neither is in a money key)."""
+    letters = set("".join(MONEY_KEYS))
+    lowering_into_them = [char for char in map(chr, range(0x80, 0x110000))
+                          if char.lower() and set(char.lower()) <= letters]
+    assert lowering_into_them == []
+
+
+def test_strip_money_keeps_a_value_at_the_size_bound_within_it() -> None:
+    """16 KiB of properties with money nested in them: stripping only ever removes."""
+    properties = {"rows": [{"amount": index, "k": "v" * 40} for index in range(240)]}
+    assert len(orjson.dumps(properties)) <= MAX_PROPERTIES_BYTES
+    stripped = strip_money(properties)
+    assert stripped == {"rows": [{"k": "v" * 40}] * 240}
+    assert len(orjson.dumps(stripped)) < len(orjson.dumps(properties))
+
+
+# --- ids that may hold an e-mail address ------------------------------------------------------
+
+
+@pytest.mark.parametrize("identifier", [
+    "alice@example.com", "<alice@example.com>", "alice%40example.com", "alice%40",
+    "alice\uff20example.com", "alice\ufe6bexample.com", "@", "a@b", "user@localhost",
+])  # fmt: skip
+def test_an_id_with_an_at_sign_in_any_spelling_may_hold_an_email(identifier: str) -> None:
+    assert may_hold_email(identifier)
+
+
+@pytest.mark.parametrize("identifier", [
+    "-", "user-42", "usr_3f9a", "42", "3b241101-e2bb-4255-8caf-4136c566a962",
+    "1795235842-3184023133-226114920-4004522133", "a%20b", "%4", "40", "alice at example.com",
+])  # fmt: skip
+def test_an_opaque_id_may_not_hold_an_email(identifier: str) -> None:
+    """The storage-free "-", uuids (the tracker's randomUUID) and the tracker's fallback of
+    four random 32-bit numbers joined by "-" (sdk/src/ids.js), ordinary opaque ids."""
+    assert not may_hold_email(identifier)
 
 
 # --- e-mail and card detection ----------------------------------------------------------------

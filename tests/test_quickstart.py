@@ -57,6 +57,7 @@ def quickstart(run_dir: Path, *arguments: str, **env: str) -> str:
                           env=environment(run_dir, **env), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr  # on 127.0.0.1: nothing to warn about
     return done.stdout
 
 
@@ -159,3 +160,20 @@ def test_a_second_run_says_how_to_list_and_make_keys_and_port_comes_from_the_env
     os.kill(pid, signal.SIGTERM)  # what the output offers besides --stop: kill PID
     wait_until_gone(pid)
     assert not (run_dir / "egis.pid").exists()  # gunicorn removes its PID file
+
+
+def test_an_address_other_hosts_can_reach_is_warned_about_loudly(run_dir):
+    """egis is exposed only behind nginx: a GUNICORN_BIND that is neither loopback nor a Unix
+    socket gets a warning before gunicorn starts (192.0.2.1, a documentation address no host
+    has: gunicorn then cannot bind it and the script says so)."""
+    bind = f"192.0.2.1:{free_port()}"
+    done = subprocess.run(["bash", str(SCRIPT), "--skip-install"], cwd=run_dir,
+                          env=environment(run_dir, GUNICORN_BIND=bind), capture_output=True,
+                          text=True, timeout=120)
+    warning = [line for line in done.stderr.splitlines() if line.startswith("!!!")]
+    assert warning[0] == f"!!! WARNING: egis is to listen on {bind}, which other hosts can reach."
+    assert "egis is exposed only behind the shipped nginx (deploy/nginx.conf)" in " ".join(
+        line.removeprefix("!!!").strip() for line in warning)
+    assert done.returncode == 1 and "egis did not start" in done.stderr
+    help_text = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True)
+    assert "egis is exposed only behind the shipped nginx" in help_text.stderr

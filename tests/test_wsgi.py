@@ -163,6 +163,35 @@ def test_the_deployed_gunicorn_config_serves_and_runs_its_worker_hooks(start_ser
     log = server.log()
     assert "Using worker: GthreadJsonRefusals" in log
     assert "Traceback" not in log and "Exception" not in log
+    assert "which other hosts can reach" not in log  # 127.0.0.1: no warning
+
+
+@pytest.mark.parametrize(("bind", "warned"), [
+    ("127.0.0.1:8000", False), ("127.0.0.9:8000", False), ("[::1]:8000", False),
+    ("localhost:8000", False), ("unix:/run/egis/egis.sock", False),
+    ("0.0.0.0:8000", True), ("[::]:8000", True), ("192.0.2.1:8000", True),
+    ("ingest.example:8000", True),
+])
+def test_the_gunicorn_config_warns_when_other_hosts_can_reach_it(bind, warned, monkeypatch,
+                                                                 tmp_path: Path):
+    """egis is exposed only behind nginx: bound to an address other hosts can reach, gunicorn
+    says so in its log as it starts (its `when_ready` hook, with gunicorn's own configuration
+    and logger)."""
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))  # the config's own otherwise
+    conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    config = Config()
+    config.set("bind", [bind])
+    config.set("errorlog", str(tmp_path / "error.log"))
+    conf["when_ready"](SimpleNamespace(cfg=config, log=Logger(config)))
+    log = (tmp_path / "error.log").read_text()
+    assert ("which other hosts can reach" in log) is warned, log
+    if warned:
+        assert "egis is exposed only behind the shipped nginx (deploy/nginx.conf)" in log
 
 
 def test_both_deployments_run_one_worker_per_core_and_one_more(monkeypatch, tmp_path: Path):

@@ -13,7 +13,7 @@ from typing import Any
 from app import metrics, tally
 from app.context.acquisition import NOT_A_PAGE_VIEW, acquisition, page_location
 from app.context.request import NO_CONTEXT, RequestContext
-from app.fields import MAX_EPOCH_MS
+from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
 from app.privacy import sanitize_form_submit, strip_money
 from app.rollups import timer as rollups
 from app.tracking import quota, store
@@ -58,10 +58,18 @@ def restricted_types(site: Site, types: set[str]) -> list[str]:
 def occurred_at(received_at: datetime, sent_ms: float, event_ms: float) -> datetime:
     """Skew-corrected event time: receive time minus how long before sending it happened.
 
-    Clamped to the receive time: an event cannot happen after it arrived.
+    Clamped to the receive time: an event cannot happen after it arrived (one stamped after its
+    batch was sent is stored at the receive time, never in the future).
     """
     delay_ms = max(float(sent_ms) - float(event_ms), 0.0)
     return received_at - timedelta(milliseconds=delay_ms)
+
+
+def arrives_too_late(sent_ms: float, event_ms: float) -> bool:
+    """Whether the event's corrected time (occurred_at) lies more than MAX_EVENT_AGE_DAYS
+    before its receipt: that is how long before its batch was sent it happened, whenever the
+    batch arrives. Such an event is refused with its batch."""
+    return float(sent_ms) - float(event_ms) > MAX_EVENT_AGE_MS
 
 
 def clean_properties(event_type: str, properties: dict[str, Any] | None) -> dict[str, Any] | None:

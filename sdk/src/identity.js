@@ -5,6 +5,11 @@ const ANONYMOUS_KEY = 'egis_aid';
 const CREATED_KEY = 'egis_aid_created';
 const SESSION_KEY = 'egis_sid';
 const USER_KEY = 'egis_uid';
+/**
+ * The service refuses a batch whose user id may hold an e-mail address: an @ as it is,
+ * percent-encoded, full-width or small. The same test here keeps the batches sendable.
+ */
+const opaque = (id) => id.length <= 128 && !/@|%40|\uff20|\ufe6b/.test(id);
 
 /**
  * The anonymous id in localStorage, renewed when it is 13 months old: its creation time (ms) is
@@ -36,7 +41,9 @@ export function createIdentity(local, session, newId) {
   try {
     visit = JSON.parse(session.get(SESSION_KEY));
   } catch {}
-  let userId = session.get(USER_KEY) || undefined;
+  // An id kept by an earlier tracker, which let "@handle" pass: read through the same test.
+  let userId = session.get(USER_KEY);
+  if (!(userId && opaque(userId))) userId = undefined;
 
   return {
     anonymousId,
@@ -52,11 +59,12 @@ export function createIdentity(local, session, newId) {
     userId: () => userId,
     /**
      * Sets the user id for this tab; null, undefined or "" clear it.
-     * @returns {boolean} false when `id` was refused: over 128 characters, or an e-mail address
+     * @returns {boolean} false when `id` was refused: over 128 characters, or one that may hold
+     * an e-mail address (an @, %40, ＠ U+FF20 or ﹫ U+FE6B in it)
      */
     identify(id) {
       id = String(id ?? '');
-      if (id.length > 128 || /@.*\./.test(id)) return false;
+      if (!opaque(id)) return false;
       userId = id || undefined;
       session.set(USER_KEY, id);
       return true;

@@ -48,15 +48,26 @@ test('a reload after 30 idle minutes starts a new session', () => {
   assert.notEqual(reloaded.sessionId(), before.sessionId());
 });
 
-test('identify() refuses e-mail addresses and ids over 128 characters', () => {
+test('identify() refuses e-mail addresses in any disguise and ids over 128 characters', () => {
   const identity = createIdentity(memoryStorage(), memoryStorage(), newId);
   assert.equal(identity.identify('user_42'), true);
-  for (const refused of ['jane@example.com', ' jane.doe@mail.example.org ', 'x'.repeat(129)]) {
+  const disguised = ['jane@example.com', ' jane.doe@mail.example.org ', '<alice@example.com>', 'alice%40example.com', 'alice\uff20example.com', 'alice\ufe6bexample.com', '@handle'];
+  for (const refused of [...disguised, 'x'.repeat(129)]) {
     assert.equal(identity.identify(refused), false, refused);
     assert.equal(identity.userId(), 'user_42');
   }
   assert.equal(identity.identify('x'.repeat(128)), true);
-  assert.equal(identity.identify('@handle'), true, 'an @ without a dot after it is not an e-mail');
+  for (const opaque of ['3b241101-e2bb-4255-8caf-4136c566a962', 'alice%20example.com', '40']) {
+    assert.equal(identity.identify(opaque), true, opaque);
+  }
+});
+
+test('a user id an earlier tracker kept is dropped if the service would refuse it', () => {
+  const tab = memoryStorage();
+  tab.set('egis_uid', '@handle');
+  assert.equal(createIdentity(memoryStorage(), tab, newId).userId(), undefined);
+  tab.set('egis_uid', 'user_42');
+  assert.equal(createIdentity(memoryStorage(), tab, newId).userId(), 'user_42');
 });
 
 test('the user id is kept for the tab, and cleared by identify(null)', () => {

@@ -5,8 +5,10 @@ valid values and from what the contract refuses (wrong types, lengths, NUL, bad 
 in the wrong shape). A body is expected to be accepted exactly when /api/openapi.json's schema
 for it says it is valid and it keeps the few rules the document states in words (no e-mail as a
 user id; an amount's decimals). Accepted: 200, and what is read back from the database is the
-body unchanged, less what the contract strips (money keys from free-form properties). Refused:
-400 `{"error": ...}` and nothing stored.
+body unchanged, less what the contract strips (money keys from free-form properties, at every
+depth). Refused: 400 `{"error": ...}` and nothing stored. The rules in words: an amount's
+decimals, and an event's time at most 400 days before its receipt (a batch's events at most 400
+days before the batch's timestamp; a goal's or a server event's own time at most 400 days ago).
 """
 from collections.abc import Callable
 from decimal import Decimal
@@ -18,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from app.fields import MAX_EPOCH_MS
-from app.privacy import looks_like_email
+from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, epoch_ms_now
 from app.revenue.money import active_currencies, currency_exponent
+from app.tracking.ingest import parse_client_timestamp
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage
 from models.event import EVENT_TYPES
 from tests.helpers import db
@@ -76,6 +78,19 @@ FREE_FORM: Field = (st.one_of(MISSING, JSON_OBJECT),
                     st.sampled_from([[1], "x", 3, {"a": "\x00"}, {"a": [{"b\x00": 1}]}]))
 EPOCH_MS: Field = (st.one_of(st.integers(0, MAX_EPOCH_MS), st.floats(0, MAX_EPOCH_MS)),
                    st.sampled_from([-1, MAX_EPOCH_MS + 1, "1700000000000", True, None, ABSENT]))
+# An event's own time (a server event's): mostly within the last 400 days, sometimes before.
+NOW_MS = epoch_ms_now()
+OLDEST_MS = NOW_MS - MAX_EVENT_AGE_MS + 86_400_000  # a day's margin: the test takes minutes
+OWN_TIME: Field = (st.one_of(MISSING, st.integers(OLDEST_MS, MAX_EPOCH_MS),
+                             st.floats(OLDEST_MS, MAX_EPOCH_MS)),
+                   st.one_of(EPOCH_MS[1], st.integers(0, OLDEST_MS - 2 * 86_400_000)))
+EMAILS = st.sampled_from(["ann@example.com", "<ann@example.com>", "ann%40example.com",
+                          "ann\uff20example.com", "ann\ufe6bexample.com"])
+
+
+def too_long_ago(epoch_ms: Any) -> bool:
+    return isinstance(epoch_ms, int | float) and not isinstance(epoch_ms, bool) and (
+        0 <= epoch_ms < NOW_MS - MAX_EVENT_AGE_MS)
 
 
 def body_of(fields: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +109,13 @@ def as_numbers(value: Any) -> Any:
     return {key: as_numbers(item) for key, item in value.items()}
 
 
-def without_money(properties: Any) -> Any:
-    if not isinstance(properties, dict):
-        return properties
-    return {key: value for key, value in properties.items() if key.lower() not in MONEY_KEYS}
+def without_money(value: Any) -> Any:
+    if isinstance(value, list):
+        return [without_money(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {key: without_money(item) for key, item in value.items()
+            if key.lower() not in MONEY_KEYS}
 
 
 @pytest.fixture
@@ -163,14 +181,42 @@ BATCH = payload({
     "id": text_field(1, 128, required=True),
     "sessionId": text_field(1, 128, required=True),
     "anonymousId": text_field(1, 128, required=True),
-    "userId": (text_field(1, 128)[0],
-               st.one_of(text_field(1, 128)[1], st.just("ann@example.com"))),
+    "userId": (text_field(1, 128)[0], st.one_of(text_field(1, 128)[1], EMAILS)),
     "timestamp": EPOCH_MS,
     "compressed": (st.one_of(MISSING, st.booleans()), st.sampled_from([1, "true"])),
     "fingerprint": FREE_FORM,
     "events": (st.lists(EVENT, min_size=1, max_size=4),
                st.sampled_from([[], {}, ABSENT, None, [1]])),
 })
+
+
+def is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and (
+        0 <= value <= MAX_EPOCH_MS)
+
+
+def in_time(batch: dict[str, Any]) -> dict[str, Any]:
+    """`batch` with every event's time within 400 days before the batch's, where both are
+    times: drawn independently, most would be decades apart."""
+    sent, events = batch.get("timestamp"), batch.get("events")
+    if not (is_time(sent) and isinstance(events, list)):
+        return batch
+    return {**batch, "events": [
+        {**event, "timestamp": max(event["timestamp"], sent - MAX_EVENT_AGE_MS)}
+        if isinstance(event, dict) and is_time(event.get("timestamp")) else event
+        for event in events]}
+
+
+def late_events(batch: dict[str, Any]) -> bool:
+    sent = batch.get("timestamp")
+    return is_time(sent) and any(
+        isinstance(event, dict) and is_time(event.get("timestamp"))
+        and sent - event["timestamp"] > MAX_EVENT_AGE_MS for event in batch.get("events", []))
+
+
+# Three in four in time, the others as drawn.
+BATCHES = st.tuples(BATCH, st.integers(1, 4)).map(
+    lambda drawn: in_time(drawn[0]) if drawn[1] > 1 else drawn[0])
 
 
 def stored_events(app, columns: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -184,11 +230,10 @@ EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properti
 
 
 @PROPERTY
-@given(batch=BATCH)
+@given(batch=BATCHES)
 def test_a_batch_is_stored_as_sent_or_refused_whole(client, app, std_site, documented, batch):
     user_id = batch.get("userId")
-    accepted = documented("Batch").is_valid(batch) and not (
-        isinstance(user_id, str) and looks_like_email(user_id))
+    accepted = documented("Batch").is_valid(batch) and not late_events(batch)
     send(client, app, "/api/events", batch, std_site.write_headers(), accepted)
     if not accepted:
         return
@@ -213,8 +258,15 @@ GOAL = payload({
     "page_url": text_field(0, 2048),
     "page_title": text_field(0, 1024),
     "referrer": text_field(0, 2048),
-    "client_timestamp": text_field(0, 64),
+    "client_timestamp": (st.one_of(text_field(0, 64)[0], st.just("0"),
+                                   st.integers(OLDEST_MS, NOW_MS).map(str)),
+                         text_field(0, 64)[1]),
 })
+
+
+def goal_too_long_ago(goal: dict[str, Any]) -> bool:
+    raw = goal.get("client_timestamp")
+    return isinstance(raw, str) and too_long_ago(parse_client_timestamp(raw))
 GOAL_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
                 "session_id", "anonymous_id", "client_time_raw")
 
@@ -222,7 +274,7 @@ GOAL_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "propertie
 @PROPERTY
 @given(goal=GOAL)
 def test_a_goal_is_stored_as_sent_or_refused(client, app, std_site, documented, goal):
-    accepted = documented("Goal").is_valid(goal)
+    accepted = documented("Goal").is_valid(goal) and not goal_too_long_ago(goal)
     send(client, app, "/api/goals", goal, std_site.write_headers(), accepted)
     if accepted:
         assert stored_events(app, GOAL_COLUMNS) == [as_numbers({
@@ -264,12 +316,11 @@ def money(draw: st.DrawFn) -> dict[str, Any]:
 
 SERVER_EVENT = st.tuples(payload({
     "eventName": text_field(1, 128, required=True),
-    "identifiedUserId": (text_field(1, 128)[0],
-                         st.one_of(text_field(1, 128)[1], st.just("ann@example.com"))),
+    "identifiedUserId": (text_field(1, 128)[0], st.one_of(text_field(1, 128)[1], EMAILS)),
     "orderId": text_field(1, 128),
-    "anonymousId": text_field(1, 128),
+    "anonymousId": (text_field(1, 128)[0], st.one_of(text_field(1, 128)[1], EMAILS)),
     "sessionId": text_field(1, 128),
-    "timestamp": EPOCH_MS,
+    "timestamp": OWN_TIME,
     "properties": FREE_FORM,
 }, refuse_one_in=3), money()).map(lambda parts: {**parts[0], **parts[1]})
 SERVER_EVENT_COLUMNS = ("event_name", "identified_user_id", "order_id", "anonymous_id",
@@ -292,7 +343,7 @@ def test_a_server_event_is_stored_as_sent_or_refused(client, app, std_site, docu
     user_id = sent.get("identifiedUserId")
     has_money = sent.get("amount") is not None or sent.get("revenue_cents") is not None
     accepted = (documented("ServerEvent").is_valid(sent)
-                and not (isinstance(user_id, str) and looks_like_email(user_id))
+                and not too_long_ago(sent.get("timestamp"))
                 and (not has_money or as_sent_in_minor_units(sent) is not None))
     send(client, app, "/api/server/events", sent, std_site.server_headers(), accepted)
     if not accepted:

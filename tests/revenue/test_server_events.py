@@ -1,4 +1,6 @@
-"""POST /api/server/events: trusted revenue, exact to the minor unit, stored once per orderId."""
+"""POST /api/server/events: trusted revenue, exact to the minor unit, stored once per orderId;
+ids that hide an e-mail address and times more than 400 days ago refused, money keys stripped
+from the properties at every depth."""
 import uuid
 from datetime import datetime, timedelta
 
@@ -6,16 +8,26 @@ import pytest
 
 from app import keys
 from app.bodies import NUMBER_TOO_LARGE
-from app.fields import MAX_EPOCH_MS
+from app.fields import MAX_EPOCH_MS, TOO_LONG_AGO, epoch_ms_now
+from app.privacy import EMAIL_IN_ID
 from app.tracking.quota import period_of
 from blueprints.server import AMOUNT_RANGE
 from models import Event, IngestTally, ServerEvent, Usage
 from models.site import utcnow
-from tests.helpers import assert_json_error, cors_headers, db, post_json, rows
+from tests.helpers import (
+    EMAIL_DISGUISES,
+    assert_json_error,
+    assert_nowhere_in_the_database,
+    cors_headers,
+    db,
+    post_json,
+    rows,
+)
 
 PATH = "/api/server/events"
 INT64_MAX = 2**63 - 1
-NOW_MS = 1_780_000_000_000
+DAY_MS = 86_400_000
+NOW_MS = epoch_ms_now() // 1000 * 1000 - DAY_MS  # yesterday, to the second
 
 
 def post(client, site, body, **kwargs):
@@ -98,17 +110,30 @@ def test_future_timestamp_is_clamped_to_receive_time(client, app, std_site):
 
 
 def test_fractional_timestamp_keeps_whole_milliseconds(client, app, std_site):
-    body = '{"eventName": "x", "timestamp": 1700000000000.9}'
+    body = f'{{"eventName": "x", "timestamp": {NOW_MS}.9}}'
     assert post(client, std_site, body).status_code == 200
-    assert stored(app)[0].client_ts == 1_700_000_000_000
+    assert stored(app)[0].client_ts == NOW_MS
 
 
 def test_properties_lose_money_keys_and_keep_numbers(client, app, std_site):
     body = ('{"eventName": "x", "properties": {"Amount": 5, "REVENUE": 1, "revenue_cents": 2, '
-            '"currency": "USD", "ratio": 0.25, "nested": {"amount": 1.5}}}')
+            '"currency": "USD", "ratio": 0.25, "nested": {"amount": 1.5, "rate": 0.5}}}')
     assert post(client, std_site, body).status_code == 200
-    # Only top-level money keys go: the columns are the one place money lives.
-    assert stored(app)[0].properties == {"ratio": 0.25, "nested": {"amount": 1.5}}
+    # Money keys go at every depth: the columns are the one place money lives.
+    assert stored(app)[0].properties == {"ratio": 0.25, "nested": {"rate": 0.5}}
+
+
+def test_properties_lose_money_keys_at_every_depth(client, app, std_site):
+    """At depth 1 and 3, and in objects within a list; their siblings stay."""
+    properties = {"order": {"Currency": "EUR", "lines": 2},
+                  "a": {"b": {"c": {"revenue_cents": 500, "kept": "yes"}}},
+                  "lines": [{"sku": "A1", "amount": 19.99}, {"sku": "B2", "REVENUE": 5}]}
+    sale = {"eventName": "purchase", "amount": 24.99, "currency": "EUR", "properties": properties}
+    assert post(client, std_site, sale).status_code == 200
+    (row,) = stored(app)
+    assert (row.amount_minor, row.currency) == (2499, "EUR")
+    assert row.properties == {"order": {"lines": 2}, "a": {"b": {"c": {"kept": "yes"}}},
+                              "lines": [{"sku": "A1"}, {"sku": "B2"}]}
 
 
 def test_no_cors_headers(client, std_site):
@@ -337,15 +362,27 @@ def test_ids_must_be_strings(client, app, std_site, field, value):
 
 
 @pytest.mark.parametrize("user_id", ["jane@example.com", " Jane.Doe+shop@Example.CO.UK ",
-                                     "x@xn--bcher-kva.example"])
+                                     "x@xn--bcher-kva.example", "a@b"])
 def test_identified_user_id_may_not_be_an_email(client, app, std_site, user_id):
     assert_json_error(post(client, std_site, {"eventName": "x", "identifiedUserId": user_id}),
-                      400, "identifiedUserId: Must be an opaque user id (the one given to "
-                           "identify()), not an e-mail address.")
+                      400, f"identifiedUserId: {EMAIL_IN_ID}")
     assert_stored_nothing(app)
 
 
-@pytest.mark.parametrize("user_id", ["user-42", "usr_3f9a", "a@b", "42"])
+@pytest.mark.parametrize("field", ["identifiedUserId", "anonymousId"])
+def test_an_email_address_in_any_disguise_is_refused_as_an_id(client, app, std_site, field):
+    for valid, disguised in EMAIL_DISGUISES:
+        sale = {"eventName": "purchase", "amount": 5, "currency": "USD"}
+        assert post(client, std_site, {**sale, field: valid}).status_code == 200
+        refused = post(client, std_site, {**sale, field: disguised})
+        assert_json_error(refused, 400, f"{field}: {EMAIL_IN_ID}")
+    column = "identified_user_id" if field == "identifiedUserId" else "anonymous_id"
+    assert [getattr(row, column) for row in stored(app)] == [
+        valid for valid, _ in EMAIL_DISGUISES]
+    assert_nowhere_in_the_database(app, *(disguised for _, disguised in EMAIL_DISGUISES))
+
+
+@pytest.mark.parametrize("user_id", ["user-42", "usr_3f9a", "a.b", "42"])
 def test_opaque_user_ids_are_kept_as_sent(client, app, std_site, user_id):
     assert post(client, std_site, {"eventName": "x", "identifiedUserId": user_id}
                 ).status_code == 200
@@ -357,12 +394,30 @@ TIMESTAMP_RANGE = ("timestamp: Must be greater than or equal to 0 and less than 
 
 
 def test_timestamp_bounds(client, app, std_site):
-    for good in (0, MAX_EPOCH_MS):
+    for good in (epoch_ms_now() - 399 * DAY_MS, MAX_EPOCH_MS):
         assert post(client, std_site, {"eventName": "x", "timestamp": good}).status_code == 200
     for bad in (-1, MAX_EPOCH_MS + 1):
         assert_json_error(post(client, std_site, {"eventName": "x", "timestamp": bad}), 400,
                           TIMESTAMP_RANGE)
-    assert [row.client_ts for row in stored(app)] == [0, MAX_EPOCH_MS]
+    assert [row.client_ts for row in stored(app)][1:] == [MAX_EPOCH_MS]
+
+
+def test_a_timestamp_more_than_400_days_ago_is_refused(client, app, std_site):
+    """Before: a timestamp of 0 stored the sale in 1970."""
+    now = epoch_ms_now()
+    for days in (1, 399):
+        sale = {"eventName": "purchase", "revenue_cents": 500, "currency": "USD",
+                "timestamp": now - days * DAY_MS}
+        assert post(client, std_site, sale).status_code == 200
+    assert [round((row.received_at - row.occurred_at) / timedelta(days=1))
+            for row in stored(app)] == [1, 399]
+    for old in (now - 401 * DAY_MS, 0, 1_000_000_000_000):
+        sale = {"eventName": "purchase", "revenue_cents": 500, "currency": "USD",
+                "timestamp": old}
+        assert_json_error(post(client, std_site, sale), 400, f"timestamp: {TOO_LONG_AGO}")
+    assert len(stored(app)) == 2
+    with db(app):
+        assert {row.reason: row.count for row in IngestTally.select()} == {"rejected_400": 3}
 
 
 @pytest.mark.parametrize("timestamp", ['"1780000000000"', "true", "[]", '"2026-05-01"'])

@@ -10,6 +10,8 @@ import orjson
 from flask import Flask
 
 from app.bodies import NUMBER_TOO_LARGE
+from app.fields import BEFORE_ITS_BATCH, MAX_EPOCH_MS, TOO_LONG_AGO
+from app.privacy import EMAIL_IN_ID
 from app.tracking import store
 from app.tracking.quota import period_of, shard
 from models import Batch, Event, IngestTally, Usage
@@ -292,8 +294,18 @@ def _event_bodies() -> list[tuple[str, bytes, int, str]]:
          "events.0.properties: Too large: at most 16384 bytes as JSON, got 23781."),
         ("fingerprint-17k", b(fingerprint={"p": "x" * 17_000}),
          "fingerprint: Too large: at most 16384 bytes as JSON, got 17008."),
-        ("userId-email", b(userId="Ann.Smith@example.co.uk"),
-         "userId: Must be an opaque user id, not an e-mail address."),
+        ("userId-email", b(userId="Ann.Smith@example.co.uk"), f"userId: {EMAIL_IN_ID}"),
+        ("userId-angle-brackets", b(userId="<alice@example.com>"), f"userId: {EMAIL_IN_ID}"),
+        ("userId-percent-40", b(userId="alice%40example.com"), f"userId: {EMAIL_IN_ID}"),
+        ("userId-fullwidth-at", b(userId="alice\uff20example.com"), f"userId: {EMAIL_IN_ID}"),
+        ("anonymousId-small-at", b(anonymousId="alice\ufe6bexample.com"),
+         f"anonymousId: {EMAIL_IN_ID}"),
+        ("anonymousId-at", b(anonymousId="a@b"), f"anonymousId: {EMAIL_IN_ID}"),
+        ("event-at-0-in-a-batch-of-2100", b([e(timestamp=MAX_EPOCH_MS), e(timestamp=0)],
+                                            timestamp=MAX_EPOCH_MS),
+         f"events.1.timestamp: {BEFORE_ITS_BATCH}"),
+        ("event-401-days-before-its-batch", b([e(timestamp=FIXED_MS - 401 * 86_400_000)]),
+         f"events.0.timestamp: {BEFORE_ITS_BATCH}"),
         ("event-3-bad", b([e(), e(), e(), e("nope")]), types.replace("events.0", "events.3")),
     ]
     return [(name, body if isinstance(body, bytes) else dumps(body), 400, error)
@@ -330,6 +342,12 @@ def _goal_bodies() -> list[tuple[str, bytes, int, str]]:
          "metadata: Too large: at most 16384 bytes as JSON, got 17008."),
         ("anonymous_id-129", goal(anonymous_id="a" * 129),
          "anonymous_id: Longer than maximum length 128."),
+        ("anonymous_id-percent-40", goal(anonymous_id="alice%40example.com"),
+         f"anonymous_id: {EMAIL_IN_ID}"),
+        ("client_timestamp-epoch-0", goal(client_timestamp="0"),
+         f"client_timestamp: {TOO_LONG_AGO}"),
+        ("client_timestamp-2020", goal(client_timestamp="2020-01-01T00:00:00Z"),
+         f"client_timestamp: {TOO_LONG_AGO}"),
         ("session_id-number", goal(session_id=5), "session_id: Not a valid string."),
         ("client_timestamp-number", goal(client_timestamp=1714564800000),
          "client_timestamp: Not a valid string."),

@@ -1,13 +1,23 @@
 """POST /api/events: what a valid batch stores, every bound at its edge, plan gates, money and
-personal data, clock skew, bots, the tally of what was not stored, OpenAPI, one statement."""
+personal data, e-mail addresses in disguise, clock skew and events from another century, bots,
+the tally of what was not stored, OpenAPI, one statement."""
 from datetime import timedelta
 
 import pytest
 
-from app.fields import MAX_EPOCH_MS, MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES
+from app.fields import (
+    BEFORE_ITS_BATCH,
+    MAX_EPOCH_MS,
+    MAX_EVENT_AGE_MS,
+    MAX_JSON_DEPTH,
+    MAX_PROPERTIES_BYTES,
+    TOO_LONG_AGO,
+)
+from app.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN
 from models import Batch, Event, database
 from models.event import EVENT_TYPES
-from tests.conftest import BACKEND
+from tests.conftest import BACKEND, ROOT
+from tests.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
 from tests.tracking.helpers import (
     CHROME_UA,
     GOOGLEBOT_UA,
@@ -29,6 +39,7 @@ from tests.tracking.helpers import (
 TYPES_MESSAGE = ("Must be one of: pageview, click, form_submit, scroll, performance, custom, "
                  "goal, error, heartbeat.")
 RANGE_MESSAGE = "Must be greater than or equal to 0 and less than or equal to 4102444800000."
+DAY_MS = 86_400_000
 
 
 def post(client, site, body, **headers):
@@ -141,9 +152,10 @@ EDGE_CASES = [
      "anonymousId: Length must be between 1 and 128."),
     ("userId", lambda: batch(userId="u" * 128), lambda: batch(userId="u" * 129),
      "userId: Length must be between 1 and 128."),
-    ("userId-email", lambda: batch(userId="user@example"),
-     lambda: batch(userId="ann@example.com"),
-     "userId: Must be an opaque user id, not an e-mail address."),
+    ("userId-email", lambda: batch(userId="ann.example.com"),
+     lambda: batch(userId="ann@example.com"), f"userId: {EMAIL_IN_ID}"),
+    ("anonymousId-email", lambda: batch(anonymousId="ann.example.com"),
+     lambda: batch(anonymousId="ann@example.com"), f"anonymousId: {EMAIL_IN_ID}"),
     ("type", lambda: batch([event("heartbeat")]), lambda: batch([event("t" * 64)]),
      f"events.0.type: {TYPES_MESSAGE}"),
     ("type-case", lambda: batch([event("pageview")]), lambda: batch([event("PageView")]),
@@ -171,14 +183,20 @@ EDGE_CASES = [
     ("fingerprint-size", lambda: batch(fingerprint=sized_properties(MAX_PROPERTIES_BYTES)),
      lambda: batch(fingerprint=sized_properties(MAX_PROPERTIES_BYTES + 1)),
      "fingerprint: Too large: at most 16384 bytes as JSON, got 16385."),
-    ("timestamp-max", lambda: batch(timestamp=MAX_EPOCH_MS),
+    ("timestamp-max", lambda: batch([event(timestamp=MAX_EPOCH_MS)], timestamp=MAX_EPOCH_MS),
      lambda: batch(timestamp=MAX_EPOCH_MS + 1), f"timestamp: {RANGE_MESSAGE}"),
     ("timestamp-min", lambda: batch(timestamp=0), lambda: batch(timestamp=-1),
      f"timestamp: {RANGE_MESSAGE}"),
     ("event-timestamp-max", lambda: batch([event(timestamp=MAX_EPOCH_MS)]),
      lambda: batch([event(timestamp=MAX_EPOCH_MS + 1)]), f"events.0.timestamp: {RANGE_MESSAGE}"),
-    ("event-timestamp-min", lambda: batch([event(timestamp=0)]),
+    ("event-timestamp-min", lambda: batch([event(timestamp=0)], timestamp=0),
      lambda: batch([event(timestamp=-0.5)]), f"events.0.timestamp: {RANGE_MESSAGE}"),
+    ("event-400-days-before-its-batch",
+     lambda: batch([event(timestamp=1_000_000_000_000)],
+                   timestamp=1_000_000_000_000 + MAX_EVENT_AGE_MS),
+     lambda: batch([event(timestamp=1_000_000_000_000)],
+                   timestamp=1_000_000_000_000 + MAX_EVENT_AGE_MS + 1),
+     f"events.0.timestamp: {BEFORE_ITS_BATCH}"),
 ]
 
 
@@ -235,6 +253,55 @@ def test_event_time_is_corrected_for_client_clock_skew(client, app, std_site):
     assert {row.sent_ts for row in (five_before, at_send, after_send)} == {sent}
 
 
+def test_the_2100_batch_with_an_event_at_0_is_refused_whole(client, app, std_site):
+    """A clock in the wrong century: the event would have been stored in 1896."""
+    late = MAX_EPOCH_MS - 399 * DAY_MS
+    accepted = post(client, std_site, batch([event(timestamp=late)], timestamp=MAX_EPOCH_MS))
+    assert accepted.get_json() == {"success": True, "count": 1}
+    (row,) = stored_events(app)
+    assert row.occurred_at == row.received_at - timedelta(days=399)
+    before = stored_counts(app)
+
+    body = batch([event(timestamp=MAX_EPOCH_MS), event(timestamp=0)], timestamp=MAX_EPOCH_MS)
+    refused = assert_json_error(post(client, std_site, body), 400)
+    assert refused["error"] == f"events.1.timestamp: {BEFORE_ITS_BATCH}"
+    assert refused["details"] == {"events": {"1": {"timestamp": [BEFORE_ITS_BATCH]}}}
+    assert stored_counts(app) == before
+    with db(app):
+        assert not Batch.select().where(Batch.batch_key == body["id"]).exists()
+    assert tallies(app) == {"rejected_400": 1}
+
+
+def test_an_event_arrives_at_most_400_days_late(client, app, std_site):
+    sent = now_ms()
+    for days in (1, 399, 400):
+        body = batch([event(timestamp=sent - days * DAY_MS)], timestamp=sent)
+        assert post(client, std_site, body).get_json() == {"success": True, "count": 1}
+    assert [row.received_at - row.occurred_at for row in stored_events(app)] == [
+        timedelta(days=days) for days in (1, 399, 400)]
+    before = stored_counts(app)
+    for late_ms in (401 * DAY_MS, MAX_EVENT_AGE_MS + 1):
+        body = batch([event(timestamp=sent), event(timestamp=sent - late_ms), event()],
+                     timestamp=sent)
+        refused = post(client, std_site, body)
+        assert assert_json_error(refused, 400)["error"] == (
+            f"events.1.timestamp: {BEFORE_ITS_BATCH}")
+    assert stored_counts(app) == before
+    assert tallies(app) == {"rejected_400": 2}
+
+
+def test_a_batch_from_a_clock_far_ahead_is_stored_at_its_receipt(client, app, std_site):
+    """The batch's own offset is what counts: a clock years ahead (or behind) moves the batch
+    and its events alike, and an event stamped after its batch is never in the future."""
+    ahead = MAX_EPOCH_MS - 10 * DAY_MS
+    body = batch([event(timestamp=ahead - 2 * DAY_MS), event(timestamp=ahead + 5 * DAY_MS)],
+                 timestamp=ahead)
+    assert post(client, std_site, body).get_json() == {"success": True, "count": 2}
+    two_days, after_send = stored_events(app)
+    assert two_days.occurred_at == two_days.received_at - timedelta(days=2)
+    assert after_send.occurred_at == after_send.received_at
+
+
 def test_fractional_timestamps(client, app, std_site):
     sent = now_ms() + 0.75
     body = batch([event(timestamp=sent - 250.5)], timestamp=sent)
@@ -248,13 +315,48 @@ def test_fractional_timestamps(client, app, std_site):
 
 def test_money_keys_are_stripped_from_properties(client, app, std_site):
     properties = {"Amount": 10, "REVENUE": 5, "revenue_cents": 500, "currency": "EUR",
-                  "Currency": "USD", "plan": "pro", "amounts": [1], "nested": {"amount": 3}}
+                  "Currency": "USD", "plan": "pro", "amounts": [1], "currency_code": "EUR"}
     body = batch([event("custom", name="checkout", properties=properties),
                   event("click", properties={"amount": 1})])
     assert post(client, std_site, body).get_json()["count"] == 2
     checkout, click = stored_events(app)
-    assert checkout.properties == {"plan": "pro", "amounts": [1], "nested": {"amount": 3}}
+    assert checkout.properties == {"plan": "pro", "amounts": [1], "currency_code": "EUR"}
     assert click.properties == {}
+
+
+def test_money_keys_are_stripped_at_every_depth(client, app, std_site):
+    """At depth 1 and 3, and in objects within a list; their siblings stay."""
+    properties = {"cart": {"Amount": 10, "coupon": "X1"},
+                  "a": {"b": {"c": {"REVENUE_CENTS": 500, "kept": True}, "d": 1}},
+                  "items": [{"sku": "A1", "revenue": 5, "qty": 2}, "note",
+                            [{"sku": "B2", "CURRENCY": "EUR"}]]}
+    assert post(client, std_site, batch([event("custom", properties=properties)])
+                ).get_json()["count"] == 1
+    (row,) = stored_events(app)
+    assert row.properties == {"cart": {"coupon": "X1"}, "a": {"b": {"c": {"kept": True}, "d": 1}},
+                              "items": [{"sku": "A1", "qty": 2}, "note", [{"sku": "B2"}]]}
+
+
+def test_the_size_bound_is_on_the_properties_as_sent(client, app, std_site):
+    """16 KiB with money nested in it is accepted and stripped; one byte more is refused, though
+    the money removed would bring it under."""
+    def properties(size: int) -> dict:
+        rows_ = [{"amount": 12345, "sku": "s" * 30} for _ in range(250)]
+        value = {"rows": rows_, "pad": ""}
+        value["pad"] = "p" * (size - len(dumps(value)))
+        assert len(dumps(value)) == size
+        return value
+
+    assert post(client, std_site, batch([event(properties=properties(MAX_PROPERTIES_BYTES))])
+                ).get_json()["count"] == 1
+    (row,) = stored_events(app)
+    assert row.properties["rows"] == [{"sku": "s" * 30}] * 250
+    refused = post(client, std_site, batch([event(properties=properties(
+        MAX_PROPERTIES_BYTES + 1))]))
+    assert assert_json_error(refused, 400)["error"] == (
+        f"events.0.properties: Too large: at most 16384 bytes as JSON, got "
+        f"{MAX_PROPERTIES_BYTES + 1}.")
+    assert stored_counts(app)["events"] == 1
 
 
 def test_form_submit_fields_lose_personal_data(client, app, std_site):
@@ -276,11 +378,40 @@ def test_form_submit_fields_lose_personal_data(client, app, std_site):
     first, second, third, click = stored_events(app)
     assert first.properties == {"formName": "signup",
                                 "fields": ["name", "company", "message"]}
-    # Money keys go at the top level of properties; the form filter handles `fields`.
-    assert second.properties == {"formName": "contact",
-                                 "fields": {"name": "Ann", "plan": "pro", "amount": 5}}
+    # Money keys go at every depth, in `fields` too; the form filter handles the rest.
+    assert second.properties == {"formName": "contact", "fields": {"name": "Ann", "plan": "pro"}}
     assert third.properties == {"fields": [{"name": "city", "value": "Paris"}]}
     assert click.properties == {"password": "kept: only form fields are vetted"}
+
+
+# --- e-mail addresses in disguise ----------------------------------------------------------
+
+@pytest.mark.parametrize(("field", "column"), [("userId", "user_id"),
+                                               ("anonymousId", "anonymous_id")])
+def test_an_email_address_in_any_disguise_is_refused_as_an_id(client, app, std_site, field,
+                                                              column):
+    for valid, disguised in EMAIL_DISGUISES:
+        accepted = post(client, std_site, batch(2, **{field: valid}))
+        assert accepted.get_json() == {"success": True, "count": 2}
+        before = stored_counts(app)
+        refused = post(client, std_site, batch(2, **{field: disguised}))
+        assert assert_json_error(refused, 400)["error"] == f"{field}: {EMAIL_IN_ID}"
+        assert stored_counts(app) == before
+    assert [getattr(row, column) for row in stored_events(app)] == [
+        valid for valid, _ in EMAIL_DISGUISES for _ in range(2)]
+    assert tallies(app) == {"rejected_400": len(EMAIL_DISGUISES)}
+    assert_nowhere_in_the_database(app, *(disguised for _, disguised in EMAIL_DISGUISES))
+
+
+@pytest.mark.parametrize("identifier", ["3b241101-e2bb-4255-8caf-4136c566a962",
+                                        "1795235842-3184023133-226114920-4004522133",
+                                        "usr_3f9a", "42"])
+def test_opaque_ids_pass(client, app, std_site, identifier):
+    """The tracker's ids (a UUID, or four random 32-bit numbers: sdk/src/ids.js) and others."""
+    body = batch(1, anonymousId=identifier, userId=identifier)
+    assert post(client, std_site, body).get_json() == {"success": True, "count": 1}
+    (row,) = stored_events(app)
+    assert (row.anonymous_id, row.user_id) == (identifier, identifier)
 
 
 # --- plan gates -----------------------------------------------------------------------------
@@ -434,6 +565,23 @@ def test_both_endpoints_are_in_openapi(client):
     restricted = _resolve(document, restricted["content"]["application/json"]["schema"])
     assert "restrictedTypes" in restricted["properties"]
     assert {"bearerKey", "apiKeyHeader"} <= set(document["components"]["securitySchemes"])
+
+
+def test_the_new_refusals_are_documented_in_their_words(client):
+    """docs/API.md gives the exact sentences; the OpenAPI document carries the id rule as a
+    pattern that every id a client chooses may not match."""
+    api = " ".join((ROOT / "docs" / "API.md").read_text().split())
+    for sentence in (f"userId: {EMAIL_IN_ID}", f"events.1.timestamp: {BEFORE_ITS_BATCH}",
+                     f"client_timestamp: {TOO_LONG_AGO}", f"timestamp: {TOO_LONG_AGO}",
+                     "removed at every depth"):
+        assert sentence in api, sentence
+    schemas = client.get("/api/openapi.json").get_json()["components"]["schemas"]
+    for schema, field in (("Batch", "userId"), ("Batch", "anonymousId"),
+                          ("Goal", "anonymous_id"), ("ServerEvent", "identifiedUserId"),
+                          ("ServerEvent", "anonymousId")):
+        assert schemas[schema]["properties"][field]["not"] == {
+            "type": "string", "pattern": EMAIL_IN_ID_PATTERN}, (schema, field)
+    assert "not" not in schemas["Batch"]["properties"]["sessionId"]
 
 
 # --- one statement per batch ----------------------------------------------------------------

@@ -1,10 +1,14 @@
-"""POST /api/goals: a goal becomes an event of type `goal`; bounds, money, client time, bots."""
-from datetime import UTC, datetime
+"""POST /api/goals: a goal becomes an event of type `goal`; bounds, money, client time (at most
+400 days ago), e-mail addresses in disguise, bots."""
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES
+from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, TOO_LONG_AGO
+from app.privacy import EMAIL_IN_ID
 from models import Batch
+from models.site import utcnow
+from tests.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
 from tests.tracking.helpers import (
     GOOGLEBOT_UA,
     NOTHING,
@@ -124,16 +128,20 @@ def test_bound_at_its_edge(client, app, std_site, at_limit, over_limit, message)
     assert stored_counts(app)["events"] == 1
 
 
+# Noon UTC 30 days ago: a goal's own time must lie within the last 400 days.
+NOON = (utcnow() - timedelta(days=30)).replace(hour=12, minute=0, second=0, microsecond=0)
+DAY = f"{NOON:%Y-%m-%d}"
+
+
 @pytest.mark.parametrize(("raw", "client_ts"), [
-    ("2024-05-01T12:00:00Z", ms(utc(2024, 5, 1, 12))),
-    ("2024-05-01T14:00:00+02:00", ms(utc(2024, 5, 1, 12))),
-    ("2024-05-01T07:30:00-04:30", ms(utc(2024, 5, 1, 12))),
-    ("2024-05-01T12:00:00", ms(utc(2024, 5, 1, 12))),  # no zone: UTC
-    ("2024-05-01T12:00:00.250Z", ms(utc(2024, 5, 1, 12)) + 250),
-    ("2024-05-01", ms(utc(2024, 5, 1))),
-    ("1714564800000", ms(utc(2024, 5, 1, 12))),
-    (" 1714564800000 ", ms(utc(2024, 5, 1, 12))),
-    ("0", 0),
+    (f"{DAY}T12:00:00Z", ms(NOON)),
+    (f"{DAY}T14:00:00+02:00", ms(NOON)),
+    (f"{DAY}T07:30:00-04:30", ms(NOON)),
+    (f"{DAY}T12:00:00", ms(NOON)),  # no zone: UTC
+    (f"{DAY}T12:00:00.250Z", ms(NOON) + 250),
+    (DAY, ms(NOON.replace(hour=0))),
+    (str(ms(NOON)), ms(NOON)),
+    (f" {ms(NOON)} ", ms(NOON)),
 ])
 def test_client_timestamp_is_parsed(client, app, std_site, raw, client_ts):
     assert post(client, std_site, goal(client_timestamp=raw)).get_json() == {"success": True}
@@ -163,14 +171,56 @@ def test_a_future_client_timestamp_is_clamped_to_arrival(client, app, std_site):
     assert row.occurred_at == row.received_at
 
 
+def test_a_client_timestamp_more_than_400_days_ago_is_refused(client, app, std_site):
+    """Before: "0" stored the goal in 1970."""
+    now = utcnow()
+    for days in (1, 399):
+        raw = f"{now - timedelta(days=days):%Y-%m-%dT%H:%M:%S}Z"
+        assert post(client, std_site, goal(client_timestamp=raw)).get_json() == {"success": True}
+    assert [round((row.received_at - row.occurred_at) / timedelta(days=1))
+            for row in stored_events(app)] == [1, 399]
+    before = stored_counts(app)
+    for raw in (f"{now - timedelta(days=401):%Y-%m-%d}", "0", str(ms(now) - 401 * 86_400_000)):
+        refused = post(client, std_site, goal(client_timestamp=raw))
+        assert assert_json_error(refused, 400)["error"] == f"client_timestamp: {TOO_LONG_AGO}"
+    assert stored_counts(app) == before
+    assert tallies(app) == {"rejected_400": 3}
+
+
+def test_an_email_address_in_any_disguise_is_refused_as_the_anonymous_id(client, app,
+                                                                         std_site):
+    for valid, disguised in EMAIL_DISGUISES:
+        accepted = post(client, std_site, goal(anonymous_id=valid))
+        assert accepted.get_json() == {"success": True}
+        before = stored_counts(app)
+        refused = post(client, std_site, goal(anonymous_id=disguised))
+        assert assert_json_error(refused, 400)["error"] == f"anonymous_id: {EMAIL_IN_ID}"
+        assert stored_counts(app) == before
+    assert [row.anonymous_id for row in stored_events(app)] == [
+        valid for valid, _ in EMAIL_DISGUISES]
+    assert tallies(app) == {"rejected_400": len(EMAIL_DISGUISES)}
+    assert_nowhere_in_the_database(app, *(disguised for _, disguised in EMAIL_DISGUISES))
+
+
 def test_money_is_stripped_from_metadata(client, app, std_site):
     metadata = {"Amount": 49, "REVENUE": 49, "revenue_cents": 4900, "currency": "EUR",
-                "CURRENCY": "USD", "plan": "pro", "nested": {"amount": 1}, "amounts": [2]}
+                "CURRENCY": "USD", "plan": "pro", "amounts": [2]}
     post(client, std_site, goal(metadata=metadata))
     post(client, std_site, goal(goal_name="only-money", metadata={"amount": 1, "Currency": "X"}))
     first, second = stored_events(app)
-    assert first.properties == {"plan": "pro", "nested": {"amount": 1}, "amounts": [2]}
+    assert first.properties == {"plan": "pro", "amounts": [2]}
     assert second.properties is None
+
+
+def test_money_is_stripped_from_metadata_at_every_depth(client, app, std_site):
+    """At depth 1 and 3, and in objects within a list; their siblings stay."""
+    metadata = {"plan": {"name": "pro", "Amount": 49},
+                "a": {"b": {"c": {"currency": "EUR", "kept": 1}}},
+                "seats": [{"revenue": 10, "who": "ann"}, {"revenue_cents": 1000, "who": "bo"}]}
+    assert post(client, std_site, goal(metadata=metadata)).get_json() == {"success": True}
+    (row,) = stored_events(app)
+    assert row.properties == {"plan": {"name": "pro"}, "a": {"b": {"c": {"kept": 1}}},
+                              "seats": [{"who": "ann"}, {"who": "bo"}]}
 
 
 def test_goal_types_are_strict(client, app, std_site):

@@ -12,6 +12,7 @@ from app.bodies import NUMBER_TOO_LARGE, gunzip, json_object
 from app.errors import ApiError, format_validation_messages
 from app.fields import (
     MAX_EPOCH_MS,
+    MAX_EVENT_AGE_MS,
     MAX_JSON_DEPTH,
     MAX_PROPERTIES_BYTES,
     JSONObject,
@@ -90,11 +91,24 @@ def test_clean_properties():
     kept = {"a": 1}
     assert ingest.clean_properties("custom", kept) is kept  # nothing to strip: no copy
     assert ingest.clean_properties("click", {"AMOUNT": 1, "Revenue": 2, "revenue_cents": 3,
-                                             "cUrReNcY": "x", "b": {"amount": 1}}) == {
-        "b": {"amount": 1}}
+                                             "cUrReNcY": "x", "b": {"amount": 1, "c": 2}}) == {
+        "b": {"c": 2}}
     assert ingest.clean_properties("form_submit", {"amount": 1, "fields": ["email", "name"]}) == {
         "fields": ["name"]}
     assert ingest.clean_properties("click", {"fields": ["email"]}) == {"fields": ["email"]}
+
+
+@pytest.mark.parametrize(("sent", "event", "late"), [
+    (1000, 1000, False), (1000, 5000, False),  # after its batch: stored at receipt
+    (MAX_EVENT_AGE_MS, 0, False), (MAX_EVENT_AGE_MS + 1, 0, True),
+    (MAX_EVENT_AGE_MS + 0.5, 0.25, True), (MAX_EPOCH_MS, 0, True),
+])
+def test_arrives_too_late(sent, event, late):
+    """More than 400 days between the event and its batch's sending: the corrected time
+    (occurred_at) lies that long before the receipt, whenever the batch arrives."""
+    assert ingest.arrives_too_late(sent, event) is late
+    assert (NOW - ingest.occurred_at(NOW, sent, event) > timedelta(
+        milliseconds=MAX_EVENT_AGE_MS)) is late
 
 
 def test_event_row_does_not_modify_the_event():

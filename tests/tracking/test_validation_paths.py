@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from app.fields import MAX_EPOCH_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
+from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
+from app.privacy import may_hold_email
 from app.tracking.ingest import event_row
 from blueprints.events import LOADER, BatchSchema
 from models.event import EVENT_TYPES
@@ -90,7 +91,9 @@ VALID = [
     ("empty-strings", fixed_batch([fixed_event(name="", pageTitle="", referrer="")])),
     ("fractions", fixed_batch([fixed_event(timestamp=1.5)], timestamp=2.25)),
     ("edges", fixed_batch([fixed_event(timestamp=0), fixed_event(timestamp=MAX_EPOCH_MS)],
-                          timestamp=MAX_EPOCH_MS)),
+                          timestamp=0)),
+    ("edges-2100", fixed_batch([fixed_event(timestamp=MAX_EPOCH_MS - MAX_EVENT_AGE_MS),
+                                fixed_event(timestamp=MAX_EPOCH_MS)], timestamp=MAX_EPOCH_MS)),
     ("astral", fixed_batch([fixed_event(name="😀" * 128)], id="𝔘" * 128)),
     ("properties-at-limit", fixed_batch([fixed_event(properties=sized(MAX_PROPERTIES_BYTES))],
                                         fingerprint=sized(MAX_PROPERTIES_BYTES))),
@@ -153,7 +156,8 @@ def text(min_size: int = 0, max_size: int = 20, limit: int | None = None):
     return strategy
 
 
-OPAQUE_ID = st.characters(codec="ascii", exclude_characters="\x00@")
+OPAQUE_ID = st.text(st.characters(codec="ascii", exclude_characters="\x00"), min_size=1,
+                    max_size=128).filter(lambda value: not may_hold_email(value))
 timestamps = (st.integers(0, MAX_EPOCH_MS)
               | st.floats(0, MAX_EPOCH_MS, allow_nan=False, allow_infinity=False))
 json_leaf = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
@@ -171,19 +175,32 @@ events = st.fixed_dictionaries(
               "referrer": st.none() | text(0, 20, limit=2048),
               "properties": st.none() | json_object,
               "unknownField": json_value})
+
+
+def in_time(batch: dict[str, Any]) -> dict[str, Any]:
+    """`batch` with every event at most 400 days before the batch's timestamp (the rule its
+    JSON Schema cannot state)."""
+    oldest = batch["timestamp"] - MAX_EVENT_AGE_MS
+    return {**batch, "events": [{**event, "timestamp": max(event["timestamp"], oldest)}
+                                for event in batch["events"]]}
+
+
 batches = st.fixed_dictionaries(
     {"id": text(1, 20, limit=128), "sessionId": text(1, 20, limit=128),
-     "anonymousId": text(1, 20, limit=128), "timestamp": timestamps,
+     "anonymousId": text(1, 20, limit=128).filter(lambda value: not may_hold_email(value)),
+     "timestamp": timestamps,
      "events": st.lists(events, min_size=1, max_size=6)
      | events.map(lambda event: [event] * 50)},
-    optional={"userId": st.none() | st.text(OPAQUE_ID, min_size=1, max_size=128),
+    optional={"userId": st.none() | OPAQUE_ID,
               "compressed": st.none() | st.booleans(),
               "fingerprint": st.none() | json_object,
-              "extra": json_value})
+              "extra": json_value}).map(in_time)
 
 WRONG_VALUES = (
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats()
-    | st.text(max_size=5) | st.sampled_from(["123", "1e3", "true", "", "pageview", "a@b.co"])
+    | st.text(max_size=5) | st.sampled_from(["123", "1e3", "true", "", "pageview", "a@b.co",
+                                              "a%40b", "a\uff20b", "a\ufe6bb"])
+    | st.just(0)  # a time too long before its batch's, most likely
     | st.just("x" * 129) | st.just("x" * 2049) | st.just("x" * 1025) | st.just("\x00")
     | st.lists(st.integers(), max_size=3) | st.dictionaries(st.text(max_size=3), st.integers(),
                                                            max_size=3)
