@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import current_app
 
-from app.agent import batch
+from app.agent import batch, capacity
 from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
 from app.analytics import base, describe, funnel, query
@@ -42,7 +42,8 @@ def answer_or_tool_error(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     (app.rollups.reads): so the answer counts every event stored before the call. The read's
     warnings join the answer's; a stopped statement, or one the database refused for its shape
     (never a 503 that blames the database), becomes a ToolError. In a batch, the call has the
-    time its members before it left of that limit (app.agent.batch)."""
+    time its members before it left of that limit (app.agent.batch). A worker runs at most
+    capacity.CALLS_AT_ONCE calls at once: past that, a ToolError says to call again."""
     limit = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
     spent = batch.seconds_spent()
     seconds = limit if spent is None else limit - spent
@@ -54,7 +55,10 @@ def answer_or_tool_error(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             return run()
 
     try:
-        found, warnings = reads.answer(within_limit)
+        with capacity.slot() as free:
+            if not free:
+                raise ToolError(capacity.BUSY.format(count=capacity.CALLS_AT_ONCE))
+            found, warnings = reads.answer(within_limit)
     except QueryTimeoutError:
         if spent:
             raise ToolError(BATCH_SPENT.format(seconds=limit, what="stopped")) from None
