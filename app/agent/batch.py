@@ -12,6 +12,8 @@ hold and what each of its members costs, so that a batch costs what as many POST
   what the members before it left (app.agent.read_tools), so a POST holds its worker thread
   about as long as one call may, whatever it holds. Before, 1,000 `query` calls ran in one POST
   for 57.8 s, and eight such POSTs kept ingest waiting for 140 s.
+- The members share one of the worker's slots for tool calls (app.agent.capacity), the one the
+  first call to find it free took.
 """
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -20,6 +22,7 @@ from typing import Any
 
 from mcp_types import INVALID_REQUEST
 
+from app.agent import capacity
 from app.agent.jsonrpc import RpcError, error_response, valid_id
 
 MAX_MEMBERS = 100
@@ -51,19 +54,20 @@ def too_large(count: int) -> RpcError | None:
 
 def answer_members(messages: list[Any], answer: Answer, admit: Admit | None) -> list[Any]:
     """The replies to a batch's members, in order, each run once `admit` lets it (the first is
-    already counted); from the first it refuses on, none runs."""
+    already counted); from the first it refuses on, none runs. Its tool calls run in one slot."""
     replies = []
     refused: RpcError | None = None
     clock = [monotonic()] * 2
     token = _clock.set(clock)
     try:
-        for index, message in enumerate(messages):
-            if index and refused is None and admit is not None:
-                refused = admit()
-            clock[1] = monotonic() if index else clock[0]
-            reply = answer(message) if refused is None else _refusal(message, refused)
-            if reply is not None:
-                replies.append(reply)
+        with capacity.one_slot():
+            for index, message in enumerate(messages):
+                if index and refused is None and admit is not None:
+                    refused = admit()
+                clock[1] = monotonic() if index else clock[0]
+                reply = answer(message) if refused is None else _refusal(message, refused)
+                if reply is not None:
+                    replies.append(reply)
     finally:
         _clock.reset(token)
     return replies
