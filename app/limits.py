@@ -138,6 +138,26 @@ def count_against(*limits: RateLimit) -> None:
             raise _too_many(*refused)
 
 
+@dataclass(frozen=True)
+class Exceeded:
+    """A limit over which a count went: its item ("300 per 1 minute") and the whole seconds
+    until its window resets."""
+
+    item: str
+    retry_after: int
+
+
+def count_again(limit: RateLimit) -> Exceeded | None:
+    """Count one more use of `limit` by this request, which `limited` counted once already: a
+    request that asks for several things, each counted as one request (the members of a
+    JSON-RPC batch on /api/mcp). What is exceeded, or None; a store that fails lets it
+    through."""
+    if not limiter.enabled:
+        return None
+    refused = _first_refused(limit.counters())
+    return None if refused is None else Exceeded(str(refused[0]), _retry_after(*refused))
+
+
 def refuse_if_spent(limit: RateLimit) -> None:
     """429 if this request's budget of `limit` is spent; counts nothing. A store that fails
     lets the request through."""

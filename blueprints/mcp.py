@@ -24,7 +24,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app.auth import authenticate, presented_key
 from app.bodies import raw_body
 from app.errors import MESSAGES, ApiError, render
-from app.limits import BAD_KEY, count_against, limited, refuse_if_spent
+from app.limits import BAD_KEY, count_again, count_against, limited, refuse_if_spent
 from app.limits import MCP as MCP_LIMIT
 from app.oauth import grants, public
 from app.openapi import documented
@@ -58,7 +58,8 @@ class JsonRpcRequestSchema(Schema):
 class JsonRpcErrorObjectSchema(Schema):
     code = fields.Integer(required=True, metadata={
         "description": "-32700 parse error, -32600 invalid request, -32601 method not found, "
-                       "-32602 invalid params, -32022 unsupported protocol version."})
+                       "-32602 invalid params, -32022 unsupported protocol version, -32029 a "
+                       "batch member over the rate limit (data.retryAfter: seconds)."})
     message = fields.String(required=True)
     data = fields.Raw()
 
@@ -126,14 +127,17 @@ def _accepts_json() -> bool:
 @documented(
     "MCP endpoint for AI agents (Streamable HTTP, stateless, JSON responses)",
     body={"oneOf": [JsonRpcRequestSchema, {
-        "type": "array", "minItems": 1, "description": "A JSON-RPC batch (protocols 2024-11-05 "
-        "and 2025-03-26 only): each member is answered, an invalid one with an error."}]},
+        "type": "array", "minItems": 1, "maxItems": 100, "description": "A JSON-RPC batch "
+        "(protocols 2024-11-05 and 2025-03-26 only): each member is answered, an invalid one "
+        "with an error; each counts against the rate limit, and its tool calls share one "
+        "call's time limit."}]},
     responses={200: ({"oneOf": [*JSON_RPC_ANSWER["oneOf"],
                                 {"type": "array", "items": JSON_RPC_ANSWER}]},
                      "A JSON-RPC response (or, protocols 2024-11-05 and 2025-03-26, a batch)."),
                202: (None, "A notification or response was accepted; no body."),
                400: ({"oneOf": [JsonRpcErrorSchema, "Error"]},
-                     "Not JSON-RPC (a JSON-RPC error), or a body that could not be read."),
+                     "Not JSON-RPC, or a batch of over 100 members (a JSON-RPC error), or a "
+                     "body that could not be read."),
                401: (None, "Missing or invalid key or access token; WWW-Authenticate says "
                            "where to get a token (RFC 9728)."),
                403: (None, "A write key: agents use a read key, a server key or OAuth."),
@@ -152,10 +156,15 @@ def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "
                             "(Accept: application/json, text/event-stream).")
+    from app.agent.batch import rate_limited
     from app.agent.tools import MCP
 
+    def admit() -> Any:  # a batch's next member counts as a request (app.agent.batch)
+        exceeded = count_again(MCP_LIMIT)
+        return None if exceeded is None else rate_limited(exceeded.item, exceeded.retry_after)
+
     headers = {name.lower(): value for name, value in request.headers.items()}
-    reply = MCP.handle(raw_body(), headers, g.site)  # Mcp-Session-Id in, with the headers
+    reply = MCP.handle(raw_body(), headers, g.site, admit)  # Mcp-Session-Id in, with headers
     if reply.body is None:
         return Response(status=reply.status, headers=reply.headers)
     return Response(reply.content(), status=reply.status, mimetype="application/json",

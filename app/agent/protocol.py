@@ -37,8 +37,10 @@ header value is answered -32022 (unsupported protocol version) with the versions
 
 JSON-RPC batches (arrays) are accepted only where the revision had them (2024-11-05 and
 2025-03-26, i.e. also when no version header is sent); 2025-06-18 removed batching, so from then
-on an array is an invalid request. Errors: -32700 parse error, -32600 invalid request, -32601
-method not found, -32602 invalid params (also an unknown tool name), -32022 unsupported version.
+on an array is an invalid request; a batch's size, rate limit and time: app.agent.batch.
+Errors: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid
+params (also an unknown tool name), -32022 unsupported version, -32029 a batch member over the
+rate limit.
 A tool that fails (bad arguments, impossible period) answers a result with isError: true and a
 readable text, which the model can act on. HTTP status: on the 2026-07-28 path the SDK's table
 (400 for most errors, 404 for an unknown method); on the handshake path 400 for a body that is
@@ -70,6 +72,7 @@ from mcp_types.version import (
 from pydantic import ValidationError
 
 from app.agent import apps as chart_apps
+from app.agent import batch as batches
 from app.agent.jsonrpc import (
     RpcError,
     error_response,
@@ -158,8 +161,10 @@ class McpServer:
 
     # --- transport --------------------------------------------------------------------
 
-    def handle(self, body: bytes, headers: Mapping[str, str], context: Any) -> Reply:
-        """Answer one POST. `headers` must be keyed by lower-case names."""
+    def handle(self, body: bytes, headers: Mapping[str, str], context: Any,
+               admit: batches.Admit | None = None) -> Reply:
+        """Answer one POST. `headers` must be keyed by lower-case names; `admit` counts each
+        member of a batch after the first against the rate limit (app.agent.batch)."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -183,7 +188,7 @@ class McpServer:
                                      "this server. Initialize again, without it.")))
             era = dataclasses.replace(era, declared=declared)
         if isinstance(message, list):
-            return self._batch(message, era, headers, context)
+            return self._batch(message, era, headers, context, admit)
         request_id, answer = self._message(message, era, headers, context)
         if answer is None:
             return Reply(202)
@@ -197,7 +202,7 @@ class McpServer:
         return reply
 
     def _batch(self, messages: list[Any], era: _Era, headers: Mapping[str, str],
-               context: Any) -> Reply:
+               context: Any, admit: batches.Admit | None) -> Reply:
         version = era.version or DEFAULT_NEGOTIATED_VERSION
         if era.modern or version not in BATCHING_VERSIONS:
             error = RpcError(INVALID_REQUEST, f"Invalid request: protocol revision {version} has "
@@ -206,19 +211,25 @@ class McpServer:
         if not messages:
             return Reply(400, error_response(None, RpcError(INVALID_REQUEST,
                                                             "Invalid request: empty batch.")))
-        replies = []
-        for message in messages:
-            if isinstance(message, dict) and message.get("method") == "initialize":
-                answer: Any = RpcError(INVALID_REQUEST, "Invalid request: initialize must not "
-                                                        "be part of a batch.")
-                request_id = message.get("id") if valid_id(message.get("id")) else None
-            else:
-                request_id, answer = self._message(message, era, headers, context)
-            if isinstance(answer, RpcError):
-                replies.append(error_response(request_id, answer))
-            elif answer is not None:
-                replies.append({"jsonrpc": "2.0", "id": request_id, "result": answer})
+        too_large = batches.too_large(len(messages))
+        if too_large is not None:
+            return Reply(400, error_response(None, too_large))
+        replies = batches.answer_members(
+            messages, lambda message: self._member(message, era, headers, context), admit)
         return Reply(200, replies) if replies else Reply(202)
+
+    def _member(self, message: Any, era: _Era, headers: Mapping[str, str],
+                context: Any) -> dict[str, Any] | None:
+        """A batch member's reply; None for a member owed no answer."""
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            answer: Any = RpcError(INVALID_REQUEST, "Invalid request: initialize must not "
+                                                    "be part of a batch.")
+            request_id = message.get("id") if valid_id(message.get("id")) else None
+        else:
+            request_id, answer = self._message(message, era, headers, context)
+        if isinstance(answer, RpcError):
+            return error_response(request_id, answer)
+        return None if answer is None else {"jsonrpc": "2.0", "id": request_id, "result": answer}
 
     def _message(self, message: Any, era: _Era, headers: Mapping[str, str],
                  context: Any) -> tuple[Any, dict[str, Any] | RpcError | None]:

@@ -6,12 +6,14 @@ the valid values and the closest one, which marshmallow's per-field message dict
 So the input schemas are written here as JSON Schema, without recursive `$ref` (some MCP
 clients reject them): a filter is described as an array and its structure checked in code.
 """
+import logging
 from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 from flask import current_app
 
+from app.agent import batch, capacity
 from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
 from app.analytics import base, describe, funnel, query
@@ -20,29 +22,50 @@ from app.analytics.filters import parse_filters
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
 from app.fields import whole_number
 from app.rollups import reads
-from app.sql import QueryTimeoutError
+from app.sql import QueryShapeError, QueryTimeoutError
 from models import Site
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_SECONDS = 20.0  # EGIS_AGENT_QUERY_SECONDS: a statement's time limit
 TIMEOUT = ("The query ran longer than {seconds:g} s and was stopped. Narrow it: a shorter period, "
            "fewer dimensions (time:day rather than time:hour), or filters.")
+BATCH_SPENT = ("This batch's calls have taken the {seconds:g} s one call may take, together, so "
+               "this call was {what}: send it in another POST.")
+TOO_COMPLEX = ("The database cannot run a query of this shape: give fewer filter conditions or "
+               "values, or nest them less.")
 
 
 def answer_or_tool_error(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """`run()` within base.reading with the configured time limit, after merging what the
     rollups do not hold yet, on the read replica when there is one and it has caught up
     (app.rollups.reads): so the answer counts every event stored before the call. The read's
-    warnings join the answer's; a stopped statement becomes a ToolError."""
-    seconds = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
+    warnings join the answer's; a stopped statement, or one the database refused for its shape
+    (never a 503 that blames the database), becomes a ToolError. In a batch, the call has the
+    time its members before it left of that limit (app.agent.batch). A worker runs at most
+    capacity.CALLS_AT_ONCE calls at once: past that, a ToolError says to call again."""
+    limit = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
+    spent = batch.seconds_spent()
+    seconds = limit if spent is None else limit - spent
+    if seconds <= 0:
+        raise ToolError(BATCH_SPENT.format(seconds=limit, what="not run"))
 
     def within_limit() -> dict[str, Any]:
         with base.reading(seconds):
             return run()
 
     try:
-        found, warnings = reads.answer(within_limit)
+        with capacity.slot() as free:
+            if not free:
+                raise ToolError(capacity.BUSY.format(count=capacity.CALLS_AT_ONCE))
+            found, warnings = reads.answer(within_limit)
     except QueryTimeoutError:
-        raise ToolError(TIMEOUT.format(seconds=seconds)) from None
+        if spent:
+            raise ToolError(BATCH_SPENT.format(seconds=limit, what="stopped")) from None
+        raise ToolError(TIMEOUT.format(seconds=limit)) from None
+    except QueryShapeError as error:
+        log.warning("the database refused a tool's query for its shape: %s", error)
+        raise ToolError(TOO_COMPLEX) from None
     return {**found, "warnings": [*found.get("warnings", []), *warnings]} if warnings else found
 
 

@@ -26,6 +26,9 @@ from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
 DEFAULT_DAYS = 30
+# The days a tool answers: a local day's UTC bounds (a day either side, by the zone) and a year's
+# shift stay within the dates Python and both databases hold (years 1 to 9999).
+FIRST_DAY, LAST_DAY = date(2, 1, 1), date(9998, 12, 31)
 PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
 
 
@@ -120,8 +123,10 @@ def resolve_period(timezone: str, first: date | None = None, last: date | None =
         if shorthand not in PERIODS:
             raise unknown("period", shorthand, PERIODS)
         return shorthand_period(shorthand, today, timezone)
+    for day, argument in ((first, "from"), (last, "to")):
+        _in_range(day, f"`{argument}` is")
     last = last or today
-    first = first or last - timedelta(days=DEFAULT_DAYS - 1)
+    first = first or max(FIRST_DAY, last - timedelta(days=DEFAULT_DAYS - 1))
     if first > last:
         raise ArgumentError(f"`from` ({first}) is after `to` ({last}).")
     if (last - first).days >= MAX_DAYS:
@@ -130,20 +135,33 @@ def resolve_period(timezone: str, first: date | None = None, last: date | None =
     return Period(first, last, timezone)
 
 
+def _in_range(day: date | None, says: str) -> None:
+    """An ArgumentError, `says` (the argument, "`from` is") the day, when it lies out of range."""
+    if day is not None and not FIRST_DAY <= day <= LAST_DAY:
+        raise ArgumentError(f"{says} {day.isoformat()}: dates run from "
+                            f"{FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()}.")
+
+
 def compare_period(period: Period, compare: Any) -> Period:
     """The period a `compare` argument names: previous_period, year_over_year or
-    {"from", "to"}."""
-    if compare == "previous_period":
-        last = period.first - timedelta(days=1)
-        return period.moved(last - timedelta(days=period.days - 1), last)
-    if compare == "year_over_year":
-        return period.moved(_years_before(period.first, 1), _years_before(period.last, 1))
+    {"from", "to"}; its days within FIRST_DAY and LAST_DAY too."""
+    if compare in ("previous_period", "year_over_year"):
+        # a period from FIRST_DAY, of MAX_DAYS at most, moves back no further than year 1
+        if compare == "previous_period":
+            last = period.first - timedelta(days=1)
+            first = last - timedelta(days=period.days - 1)
+        else:
+            first, last = _years_before(period.first, 1), _years_before(period.last, 1)
+        _in_range(first, f"The period `compare` ({compare}) asks for begins on")
+        return period.moved(first, last)
     if isinstance(compare, dict) and set(compare) == {"from", "to"}:
         try:
             first, last = (date.fromisoformat(str(compare[key])) for key in ("from", "to"))
         except ValueError:
             raise ArgumentError("`compare.from` and `compare.to` must be dates (YYYY-MM-DD)."
                                 ) from None
+        for day, argument in ((first, "from"), (last, "to")):
+            _in_range(day, f"`compare.{argument}` is")
         return resolve_period(period.timezone, first, last)
     raise ArgumentError(f"Invalid compare {compare!r}: give 'previous_period', "
                         "'year_over_year' or {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"}.")

@@ -10,6 +10,11 @@ anchored regular expression in the common subset of Python's `re` and PostgreSQL
 REGEXP of its own) with a Python function registered on its connections
 (app.sql.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
 condition per `*`.
+
+Bounds: at most MAX_CONDITIONS conditions (leaves) and MAX_VALUES values in all per `filters`
+argument, nested at most MAX_DEPTH levels; every list of conditions and of values is rendered as
+a balanced tree (app.sql.any_of, all_of), so 100 or-ed conditions are one statement on SQLite
+too, whose parser overflows on a chain of nested ones.
 """
 import re
 from collections.abc import Callable
@@ -20,13 +25,16 @@ from peewee import Case, Expression, fn
 
 from app.analytics.base import ArgumentError, unknown
 from app.analytics.vocabulary import Dimension, Row, dimension
-from app.sql import position, starts_with
+from app.sql import all_of, any_of, position, starts_with
 
 OPS = ("is", "is_not", "contains", "contains_not", "matches", "matches_not")
 LOGIC = ("and", "or", "not")
-MAX_VALUES = 100
+MAX_CONDITIONS = 100  # leaves of one `filters` argument
+MAX_VALUES = 1000  # values of all its leaves together
 MAX_VALUE_LENGTH = 1000
 MAX_DEPTH = 5
+TOO_MANY = ("`filters` may hold at most {conditions} conditions and {values:,} values in all; "
+            "this one has more than {limit:,} {what}.")
 SHAPE = ('a filter is [op, dimension, [values...]] (optionally ending with '
          '{"case_sensitive": false}), ["and", [filters]], ["or", [filters]] or ["not", filter]')
 
@@ -53,16 +61,34 @@ Node = Leaf | Logic
 Filters = tuple[Node, ...]
 
 
+class _Tally:
+    """The conditions and values parsed so far of one `filters` argument: past either bound, the
+    parse stops with the sentence that names both."""
+
+    def __init__(self) -> None:
+        self.conditions = self.values = 0
+
+    def add(self, values: int) -> None:
+        self.conditions += 1
+        self.values += values
+        for count, limit, what in ((self.conditions, MAX_CONDITIONS, "conditions"),
+                                   (self.values, MAX_VALUES, "values")):
+            if count > limit:
+                raise ArgumentError(TOO_MANY.format(conditions=MAX_CONDITIONS,
+                                                    values=MAX_VALUES, limit=limit, what=what))
+
+
 def parse_filters(raw: Any, *, visit_only: bool = False) -> Filters:
     """The agent's `filters` as a tree; an ArgumentError names what is wrong."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ArgumentError(f"`filters` must be a list of filters; {SHAPE}.")
-    return tuple(_node(item, visit_only, 1) for item in raw)
+    tally = _Tally()
+    return tuple(_node(item, visit_only, 1, tally) for item in raw)
 
 
-def _node(item: Any, visit_only: bool, depth: int) -> Node:
+def _node(item: Any, visit_only: bool, depth: int, tally: _Tally) -> Node:
     if depth > MAX_DEPTH:
         raise ArgumentError(f"`filters` nest deeper than {MAX_DEPTH} levels; flatten them.")
     if not isinstance(item, list) or not item or not isinstance(item[0], str):
@@ -72,18 +98,19 @@ def _node(item: Any, visit_only: bool, depth: int) -> Node:
         if len(item) != 2 or not isinstance(item[1], list) or not item[1]:
             raise ArgumentError(f"Invalid filter {_short(item)}: [\"{op}\", [filters]] takes a "
                                 "non-empty list of filters.")
-        return Logic(op, tuple(_node(child, visit_only, depth + 1) for child in item[1]))
+        return Logic(op, tuple(_node(child, visit_only, depth + 1, tally)
+                               for child in item[1]))
     if op == "not":
         if len(item) != 2:
             raise ArgumentError(f"Invalid filter {_short(item)}: [\"not\", filter] takes one "
                                 "filter.")
-        return Logic(op, (_node(item[1], visit_only, depth + 1),))
+        return Logic(op, (_node(item[1], visit_only, depth + 1, tally),))
     if op not in OPS:
         raise unknown("filter operator", op, OPS + LOGIC)
-    return _leaf(item, visit_only)
+    return _leaf(item, visit_only, tally)
 
 
-def _leaf(item: list[Any], visit_only: bool) -> Leaf:
+def _leaf(item: list[Any], visit_only: bool, tally: _Tally) -> Leaf:
     op = item[0]
     if len(item) not in (3, 4) or not isinstance(item[2], list):
         raise ArgumentError(f"Invalid filter {_short(item)}: {SHAPE}.")
@@ -95,8 +122,9 @@ def _leaf(item: list[Any], visit_only: bool) -> Leaf:
         raise ArgumentError(f"Invalid filter {_short(item)}: only visit:* dimensions can "
                             "filter here.")
     values = item[2]
-    if not 1 <= len(values) <= MAX_VALUES:
-        raise ArgumentError(f"Invalid filter {_short(item)}: give 1 to {MAX_VALUES} values.")
+    if not values:
+        raise ArgumentError(f"Invalid filter {_short(item)}: give 1 to {MAX_VALUES:,} values.")
+    tally.add(len(values))
     for value in values:
         if value is None and op in ("is", "is_not"):
             continue
@@ -182,10 +210,7 @@ def _positive(leaf: Leaf, value: Any) -> Any:
     else:
         conditions = [pattern_condition(value, pattern, leaf.case_sensitive)
                       for pattern in leaf.values if pattern is not None]
-    condition = conditions[0]
-    for other in conditions[1:]:
-        condition |= other
-    return condition
+    return any_of(conditions)
 
 
 def compile_filters(filters: Filters, row: Row,
@@ -193,16 +218,7 @@ def compile_filters(filters: Filters, row: Row,
     """The condition on `row` (event and visit columns) that all `filters` hold; leaves for
     which `keep` is false are left out (conversion_rate's denominator drops the goal)."""
     conditions = [c for c in (_compile(node, row, keep) for node in filters) if c is not None]
-    return _all(conditions)
-
-
-def _all(conditions: list[Any]) -> Any:
-    if not conditions:
-        return None
-    result = conditions[0]
-    for condition in conditions[1:]:
-        result &= condition
-    return result
+    return all_of(conditions) if conditions else None
 
 
 def _compile(node: Node, row: Row, keep: Callable[[Leaf], bool]) -> Any:
@@ -221,10 +237,5 @@ def _compile(node: Node, row: Row, keep: Callable[[Leaf], bool]) -> Any:
         return None
     if node.op == "not":
         return _holds(children[0]) == 0
-    if node.op == "and":
-        return _all(children)
-    result = children[0]
-    for child in children[1:]:
-        result |= child
-    return result
+    return all_of(children) if node.op == "and" else any_of(children)
 

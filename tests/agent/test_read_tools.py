@@ -1,10 +1,16 @@
 """The read tools' listing: schemas without $ref (some clients reject recursive ones), and
 results that match their output schemas."""
+import sqlite3
+
 import jsonschema_rs
 import orjson
 import pytest
 
+from app.agent.read_tools import TOO_COMPLEX
+from models import database
 from tests.analytics.test_query import PERIOD, site, tool  # noqa: F401 (fixtures)
+from tests.conftest import BACKEND
+from tests.helpers import tool_result
 
 READ_TOOLS = ("describe_data", "query", "funnel")
 CALLS = {
@@ -59,3 +65,21 @@ def test_integral_numbers_written_with_a_fraction_are_the_integers_they_are(site
     half = tool("query", **PERIOD, metrics=["pageviews"], limit=1.5)
     assert half["isError"] is True
     assert half["content"][0]["text"] == "`limit` must be an integer from 1 to 1000."
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's limits, lowered for one connection")
+def test_a_query_the_database_refuses_for_its_shape_is_a_tool_error(app, std_site):
+    """SQLite before 3.32 took 999 bound parameters (SQLITE_MAX_VARIABLE_NUMBER): 1,000 filter
+    values are then a statement SQLite refuses ("too many SQL variables"), an OperationalError
+    that the endpoint answered 503 "The database is unavailable", as it did for 100 or-ed
+    conditions ("parser stack overflow"). Now a tool error, and the database still answers."""
+    client = app.test_client()
+    arguments = {"period": "7d", "metrics": ["visits"],
+                 "filters": [["is", "event:page", [f"/p{n}" for n in range(1000)]]]}
+    assert tool_result(client, std_site.server_headers(), "query", arguments)["isError"] is False
+    with app.app_context():
+        database.connect()  # the request below reuses this thread's connection
+        database.connection().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        refused = tool_result(client, std_site.server_headers(), "query", arguments)
+    assert refused == {"isError": True, "content": [{"type": "text", "text": TOO_COMPLEX}]}
+    assert tool_result(client, std_site.server_headers(), "query", arguments)["isError"] is False
