@@ -89,7 +89,7 @@ export function barChart({ width, bars, format, label }) {
   return chart;
 }
 
-export function funnelChart({ width, steps, count, percent, label }) {
+export function funnelChart({ width, steps, count, percent, dropoff, label }) {
   const row = 58;
   const height = steps.length * row;
   const first = steps[0]?.count || 1;
@@ -104,7 +104,7 @@ export function funnelChart({ width, steps, count, percent, label }) {
       svg('rect', { x: 0, y: y + 18, width, height: 16, rx: 3, class: 'track' }),
       svg('rect', { x: 0, y: y + 18, width: length.toFixed(1), height: 16, rx: 3, class: 'bar' }));
     if (i > 0) {
-      chart.append(svg('text', { x: 0, y: y + 50, class: 'drop', text: `−${count(step.dropoff)} dropped off · ${percent(step.stepShare)} of step ${i} continued` }));
+      chart.append(svg('text', { x: 0, y: y + 50, class: 'drop', text: dropoff(step.dropoff, step.stepShare, i) }));
     }
   });
   return chart;

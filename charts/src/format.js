@@ -42,8 +42,12 @@ export function numberFormat(locale) {
     if (metric === 'visit_duration') return duration(value);
     return whole.format(value);
   };
-  const change = (metric, value) => {
-    if (value === null || value === undefined) return 'no base to compare';
+  // A change as the tools give it; null when there is none: from a base of 0 (a count's
+  // relative change), or without a figure to compare with.
+  const change = (metric, value, before) => {
+    if (value === null || value === undefined) {
+      return before === 0 ? 'no change to compute from 0' : 'no change to compute';
+    }
     const sign = value > 0 ? '+' : value < 0 ? '−' : '±';
     const size = one.format(Math.abs(value));
     return RATES.has(metric) ? `${sign}${size} pts` : `${sign}${size}%`;
@@ -56,7 +60,19 @@ export function numberFormat(locale) {
     }
     return metric === 'views_per_visit' ? one.format(value) : whole.format(value);
   };
-  return { figure, change, axis };
+  // The comparison after a figure, in three pieces (the middle one is the change, which the page
+  // colours): ", against 29 in 2026-11-04 to 2026-11-17 (" "+27.6%" ")".
+  const against = (metric, before, value, period) => {
+    const when = `${period.from} to ${period.to}`;
+    if (before === null || before === undefined) return [`, nothing to compare with in ${when}`, '', ''];
+    return [`, against ${figure(metric, before)} in ${when} (`, change(metric, value, before), ')'];
+  };
+  // What left a funnel between two steps, and the share of the step before that went on.
+  const dropoff = (count, share, step) => {
+    const left = count ? `${whole.format(count)} dropped off` : 'none dropped off';
+    return `${left} · ${figure('percentage', share)} of step ${step} continued`;
+  };
+  return { figure, change, against, axis, dropoff };
 }
 
 export function duration(seconds) {

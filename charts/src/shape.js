@@ -74,6 +74,7 @@ export function bars(result, m, top = TOP_BARS) {
     label: row.dimensions.map(valueLabel).join(' · '),
     value: row.metrics[m],
     change: row.comparison ? row.comparison.change[m] : undefined,
+    before: row.comparison ? row.comparison.metrics[m] : undefined,
   }));
   rows.sort((a, b) => (b.value ?? -Infinity) - (a.value ?? -Infinity));
   const shown = rows.slice(0, top);

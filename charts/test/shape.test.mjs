@@ -60,3 +60,8 @@ test('funnel steps keep the tool figures', () => {
   assert.deepEqual(steps[1], { label: 'Pricing', count: 4, share: 40, stepShare: 40, dropoff: 6 });
   assert.equal(steps[0].dropoff, null);
 });
+
+test('bars keep the comparison period\'s figure beside the change', () => {
+  const shaped = bars({ metrics: ['visits'], results: [row(['a'], [5], { metrics: [0], change: [null] })] }, 0);
+  assert.deepEqual(shaped.bars[0], { label: 'a', value: 5, change: null, before: 0 });
+});
