@@ -89,3 +89,46 @@ export function changeOf(metric, now, before) {
   if (RATES.has(metric)) return Math.round((now - before) * 10) / 10;
   return before ? Math.round(((now - before) / before) * 1000) / 10 : null;
 }
+
+// --- retention and paths ------------------------------------------------------------------------
+
+const INTERVALS = {
+  day: { name: 'Day', adjective: 'daily', now: 'today' },
+  week: { name: 'Week', adjective: 'weekly', now: 'this week' },
+  month: { name: 'Month', adjective: 'monthly', now: 'this month' },
+};
+
+// A retention interval in words: its name (a column header: "Week 3"), its adjective ("weekly
+// cohorts") and the interval holding now ("this week so far").
+export function intervalWords(interval) {
+  return INTERVALS[interval] ?? INTERVALS.week;
+}
+
+// A cohort as a short date in the locale ("Nov 23"; "Nov 2026" for a month; with the year when
+// the cohorts span more than one), from the tool's YYYY-MM-DD or YYYY-MM.
+export function cohortLabel(locale, interval, withYear) {
+  const month = interval === 'month';
+  const dates = new Intl.DateTimeFormat(locale, {
+    timeZone: 'UTC', month: 'short', ...(month ? { year: 'numeric' } : { day: 'numeric' }),
+    ...(withYear && !month ? { year: '2-digit' } : {}),
+  });
+  return (cohort) => dates.format(new Date(`${month ? `${cohort}-01` : cohort}T00:00:00Z`));
+}
+
+// What counts as coming back (the result's `return_on`: a page, goal or custom event, else any
+// visit), as read after "back on".
+export function returnLabel(returnOn) {
+  if (returnOn && typeof returnOn === 'object') {
+    if (returnOn.page) return returnOn.page;
+    if (returnOn.goal) return `goal ${returnOn.goal}`;
+    if (returnOn.event) return `event ${returnOn.event}`;
+  }
+  return 'any visit';
+}
+
+// A path's value as shown: a page as its path, `goal:Signup` as "Goal Signup" (as the funnel
+// labels a goal step), `(other)`, `(exit)` and `(entry)` as they are.
+export function pathValueLabel(value) {
+  const text = valueLabel(value);
+  return text.startsWith('goal:') ? `Goal ${text.slice(5)}` : text;
+}

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { changeOf, dimensionLabel, duration, metricLabel, numberFormat } from '../src/format.js';
+import {
+  changeOf, cohortLabel, dimensionLabel, duration, intervalWords, metricLabel, numberFormat, pathValueLabel, returnLabel,
+} from '../src/format.js';
 
 test('figures read in the units of the tools', () => {
   const { figure } = numberFormat('en-US');
@@ -40,6 +42,18 @@ test('a funnel step says what dropped off, none when nothing did', () => {
   assert.equal(dropoff(0, 100, 1), 'none dropped off · 100.0% of step 1 continued');
   assert.equal(dropoff(1234, 48.9, 2), '1,234 dropped off · 48.9% of step 2 continued');
   assert.doesNotMatch(dropoff(0, 100, 1), /−/);
+});
+
+test('retention and paths words', () => {
+  assert.deepEqual(intervalWords('month'), { name: 'Month', adjective: 'monthly', now: 'this month' });
+  assert.equal(intervalWords('fortnight').name, 'Week', 'an unknown interval reads as the default');
+  assert.equal(cohortLabel('en-US', 'week', false)('2026-11-02'), 'Nov 2');
+  assert.equal(cohortLabel('en-US', 'day', true)('2026-12-31'), 'Dec 31, 26');
+  assert.equal(cohortLabel('en-US', 'month', false)('2026-01'), 'Jan 2026');
+  assert.deepEqual([null, 'any_visit', { page: '/pricing' }, { goal: 'Signup' }, { event: 'Download' }].map(returnLabel),
+    ['any visit', 'any visit', '/pricing', 'goal Signup', 'event Download']);
+  assert.deepEqual(['/pricing', 'goal:Signup', '(other)', '(exit)', null].map(pathValueLabel),
+    ['/pricing', 'Goal Signup', '(other)', '(exit)', '(none)']);
 });
 
 test('durations and names', () => {
