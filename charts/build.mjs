@@ -1,13 +1,13 @@
-// Builds the two chart apps into dist/query.html and dist/funnel.html: one self-contained HTML
+// Builds the chart apps (scripts/apps.mjs) into dist/<app>.html: one self-contained HTML
 // document each (MCP Apps serve the HTML itself, and the spec's default CSP allows no other
 // file), the app's script (src/<app>.js bundled: one minified IIFE) and the style sheet inline in
 // src/page.html. The output depends on the sources and the locked esbuild only: no timestamps,
 // no paths, no comments. `.ci/run` rebuilds and checks that the committed dist/ is this build.
 import { build, transform } from 'esbuild';
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { APPS } from './scripts/apps.mjs';
 
 const here = new URL('.', import.meta.url).pathname;
-const APPS = { query: 'egis query chart', funnel: 'egis funnel chart' };
 
 const page = readFileSync(`${here}src/page.html`, 'utf8');
 const style = (await transform(readFileSync(`${here}src/style.css`, 'utf8'), {

@@ -34,3 +34,12 @@ export function figuresTable(caption, headers, rows) {
     el('tbody', {}, rows.map(([head, ...cells]) => el('tr', {},
       el('th', { scope: 'row', text: head }), cells.map((text) => el('td', { text })))))));
 }
+
+// A row of toggle buttons, the pressed one marked (the metric shown, the period or interval
+// asked for): options are [value, text] pairs; pick(value) runs on a click.
+export function switchGroup(label, options, pressed, pick, className = '') {
+  return el('div', { class: `switch ${className}`.trim(), role: 'group', 'aria-label': label },
+    options.map(([value, text]) => el('button', {
+      type: 'button', 'aria-pressed': String(value === pressed), text, onclick: () => pick(value),
+    })));
+}

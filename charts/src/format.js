@@ -42,8 +42,12 @@ export function numberFormat(locale) {
     if (metric === 'visit_duration') return duration(value);
     return whole.format(value);
   };
-  const change = (metric, value) => {
-    if (value === null || value === undefined) return 'no base to compare';
+  // A change as the tools give it; null when there is none: from a base of 0 (a count's
+  // relative change), or without a figure to compare with.
+  const change = (metric, value, before) => {
+    if (value === null || value === undefined) {
+      return before === 0 ? 'no change to compute from 0' : 'no change to compute';
+    }
     const sign = value > 0 ? '+' : value < 0 ? '−' : '±';
     const size = one.format(Math.abs(value));
     return RATES.has(metric) ? `${sign}${size} pts` : `${sign}${size}%`;
@@ -56,7 +60,19 @@ export function numberFormat(locale) {
     }
     return metric === 'views_per_visit' ? one.format(value) : whole.format(value);
   };
-  return { figure, change, axis };
+  // The comparison after a figure, in three pieces (the middle one is the change, which the page
+  // colours): ", against 29 in 2026-11-04 to 2026-11-17 (" "+27.6%" ")".
+  const against = (metric, before, value, period) => {
+    const when = `${period.from} to ${period.to}`;
+    if (before === null || before === undefined) return [`, nothing to compare with in ${when}`, '', ''];
+    return [`, against ${figure(metric, before)} in ${when} (`, change(metric, value, before), ')'];
+  };
+  // What left a funnel between two steps, and the share of the step before that went on.
+  const dropoff = (count, share, step) => {
+    const left = count ? `${whole.format(count)} dropped off` : 'none dropped off';
+    return `${left} · ${figure('percentage', share)} of step ${step} continued`;
+  };
+  return { figure, change, against, axis, dropoff };
 }
 
 export function duration(seconds) {
@@ -72,4 +88,47 @@ export function changeOf(metric, now, before) {
   if (now === null || now === undefined || before === null || before === undefined) return null;
   if (RATES.has(metric)) return Math.round((now - before) * 10) / 10;
   return before ? Math.round(((now - before) / before) * 1000) / 10 : null;
+}
+
+// --- retention and paths ------------------------------------------------------------------------
+
+const INTERVALS = {
+  day: { name: 'Day', adjective: 'daily', now: 'today' },
+  week: { name: 'Week', adjective: 'weekly', now: 'this week' },
+  month: { name: 'Month', adjective: 'monthly', now: 'this month' },
+};
+
+// A retention interval in words: its name (a column header: "Week 3"), its adjective ("weekly
+// cohorts") and the interval holding now ("this week so far").
+export function intervalWords(interval) {
+  return INTERVALS[interval] ?? INTERVALS.week;
+}
+
+// A cohort as a short date in the locale ("Nov 23"; "Nov 2026" for a month; with the year when
+// the cohorts span more than one), from the tool's YYYY-MM-DD or YYYY-MM.
+export function cohortLabel(locale, interval, withYear) {
+  const month = interval === 'month';
+  const dates = new Intl.DateTimeFormat(locale, {
+    timeZone: 'UTC', month: 'short', ...(month ? { year: 'numeric' } : { day: 'numeric' }),
+    ...(withYear && !month ? { year: '2-digit' } : {}),
+  });
+  return (cohort) => dates.format(new Date(`${month ? `${cohort}-01` : cohort}T00:00:00Z`));
+}
+
+// What counts as coming back (the result's `return_on`: a page, goal or custom event, else any
+// visit), as read after "back on".
+export function returnLabel(returnOn) {
+  if (returnOn && typeof returnOn === 'object') {
+    if (returnOn.page) return returnOn.page;
+    if (returnOn.goal) return `goal ${returnOn.goal}`;
+    if (returnOn.event) return `event ${returnOn.event}`;
+  }
+  return 'any visit';
+}
+
+// A path's value as shown: a page as its path, `goal:Signup` as "Goal Signup" (as the funnel
+// labels a goal step), `(other)`, `(exit)` and `(entry)` as they are.
+export function pathValueLabel(value) {
+  const text = valueLabel(value);
+  return text.startsWith('goal:') ? `Goal ${text.slice(5)}` : text;
 }

@@ -4,7 +4,7 @@ import { numberFormat } from './format.js';
 import { funnelSteps } from './shape.js';
 import { funnelChart } from './charts.js';
 import { el, figuresTable } from './dom.js';
-import { startView } from './view.js';
+import { rangeLine, startView } from './view.js';
 
 startView('funnel', (view) => {
   const result = view.result;
@@ -14,7 +14,7 @@ startView('funnel', (view) => {
   const range = `${result.from} to ${result.to}`;
   const head = el('header', {},
     el('p', { class: 'headline' }, el('strong', { text: 'Funnel' }), ` of ${unit}`),
-    el('p', { class: 'range', text: `${result.site ?? ''} · ${range}${result.timezone ? ` · ${result.timezone}` : ''}` }));
+    rangeLine(result));
   if (!steps.length || !steps[0].count) {
     return [head, el('p', { class: 'note', role: 'status', text: `No ${unit} reached the first step from ${range}.` })];
   }
@@ -25,6 +25,6 @@ startView('funnel', (view) => {
   const rows = steps.map((step, i) => [`${i + 1}. ${step.label}`, count(step.count),
     percent(step.share), i ? percent(step.stepShare) : '', i ? count(step.dropoff) : '']);
   return [head, el('figure', {},
-    funnelChart({ width: view.width, steps, count, percent, label }),
+    funnelChart({ width: view.width, steps, count, percent, dropoff: format.dropoff, label }),
     figuresTable(`Funnel of ${unit}, ${range}`, ['Step', unit[0].toUpperCase() + unit.slice(1), 'Of step 1', 'Of the step before', 'Dropped off'], rows))];
 });

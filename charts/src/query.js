@@ -4,8 +4,8 @@
 import { dimensionLabel, changeOf, metricLabel, numberFormat } from './format.js';
 import { bars, chartKind, series } from './shape.js';
 import { barChart, lineChart } from './charts.js';
-import { el, figuresTable } from './dom.js';
-import { startView } from './view.js';
+import { el, figuresTable, switchGroup } from './dom.js';
+import { askAgain, canAskAgain, notes, rangeLine, startView } from './view.js';
 
 const PERIODS = [['7d', '7 days'], ['30d', '30 days'], ['90d', '90 days'], ['12mo', '12 months']];
 
@@ -28,17 +28,12 @@ function render(view) {
   } else {
     parts.push(kind === 'line' ? timeChart(view, result, m, format, range) : breakdown(view, result, m, format, range));
   }
-  if (view.bridge.canCallTools() && view.args && Object.keys(view.args).length) parts.push(periodSwitch(view));
-  for (const warning of result.warnings ?? []) parts.push(el('p', { class: 'warning', text: warning }));
-  if (result.estimated) parts.push(el('p', { class: 'note', text: 'Estimated: part of the data was sampled.' }));
-  return parts;
+  if (canAskAgain(view)) parts.push(periodSwitch(view));
+  return [...parts, ...notes(result)];
 
   function metricSwitch() {
-    return el('div', { class: 'switch', role: 'group', 'aria-label': 'Metric shown' },
-      result.metrics.map((name, i) => el('button', {
-        type: 'button', 'aria-pressed': String(i === m), text: metricLabel(name),
-        onclick: () => { view.metric = i; view.redraw(); },
-      })));
+    return switchGroup('Metric shown', result.metrics.map((name, i) => [i, metricLabel(name)]), m,
+      (i) => { view.metric = i; view.redraw(); });
   }
 
   function header() {
@@ -46,12 +41,12 @@ function render(view) {
     const line = el('p', { class: 'headline' }, el('strong', { text: metricLabel(metric) }));
     if (total !== null && total !== undefined && kind !== 'empty') line.append(` ${format.figure(metric, total)}`);
     const before = result.comparison?.totals?.[m];
-    if (result.comparison && kind !== 'empty') {
+    if (result.comparison && kind !== 'empty' && total !== null && total !== undefined) {
       const change = changeOf(metric, total, before);
-      line.append(' ', el('span', { class: `change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`, text: format.change(metric, change) }),
-        ` vs ${format.figure(metric, before)} (${result.comparison.from} to ${result.comparison.to})`);
+      const [lead, shown, tail] = format.against(metric, before, change, result.comparison);
+      line.append(lead, el('span', { class: `change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`, text: shown }), tail);
     }
-    return el('header', {}, line, el('p', { class: 'range', text: `${result.site ?? ''} · ${range}${result.timezone ? ` · ${result.timezone}` : ''}` }));
+    return el('header', {}, line, rangeLine(result));
   }
 }
 
@@ -64,7 +59,7 @@ function timeChart(view, result, m, format, range) {
   const label = `Line chart: ${name} per ${grain}, ${range}${compared ? `, the comparison period ${result.comparison.from} to ${result.comparison.to} dashed` : ''}.`;
   const headers = [dimensionLabel(result.dimensions[0]), name, ...(compared ? ['Comparison', 'Change'] : [])];
   const rows = points.map((p) => [p.label, format.figure(metric, p.value),
-    ...(compared ? [format.figure(metric, p.before), format.change(metric, changeOf(metric, p.value, p.before))] : [])]);
+    ...(compared ? [format.figure(metric, p.before), format.change(metric, changeOf(metric, p.value, p.before), p.before)] : [])]);
   return el('figure', {},
     lineChart({ width: view.width, series: points, format: (v) => format.axis(metric, v), label }),
     compared ? legend(result) : null,
@@ -85,7 +80,7 @@ function breakdown(view, result, m, format, range) {
   const compared = shaped.bars.some((b) => b.change !== undefined);
   const label = `Bar chart: ${name} by ${by}, ${range}.`;
   const rows = shaped.bars.map((b) => [b.label, format.figure(metric, b.value),
-    ...(compared ? [b.rest ? '' : format.change(metric, b.change)] : [])]);
+    ...(compared ? [b.rest ? '' : format.change(metric, b.change, b.before)] : [])]);
   return el('figure', {},
     barChart({ width: view.width, bars: shaped.bars, format: (v) => format.figure(metric, v), label }),
     shaped.more ? el('p', { class: 'note', text: `${shaped.more} more rows not shown.` }) : null,
@@ -98,28 +93,13 @@ function figures(result, format) {
   return el('dl', { class: 'figures' }, result.metrics.map((metric, i) => el('div', {},
     el('dt', { text: metricLabel(metric) }),
     el('dd', { text: format.figure(metric, row.metrics[i]) },
-      row.comparison ? el('span', { class: 'change', text: ` ${format.change(metric, row.comparison.change[i])}` }) : null))));
+      row.comparison ? el('span', { class: 'change', text: ` (${format.change(metric, row.comparison.change[i], row.comparison.metrics[i])})` }) : null))));
 }
 
+// Another period through the host: the same arguments, `period` instead of the range.
 function periodSwitch(view) {
-  const ask = async (period) => {
-    const args = { ...view.args, period };
-    delete args.from;
-    delete args.to;
-    view.say(`Asking for the last ${period}…`);
-    try {
-      const answer = await view.bridge.callTool('query', args);
-      if (answer.isError || !answer.structuredContent) throw new Error(answer.content?.[0]?.text ?? 'no result');
-      view.args = args;
-      view.result = answer.structuredContent;
-      view.redraw();
-    } catch (error) {
-      view.say(`The query failed: ${error.message}`);
-    }
-  };
-  return el('div', { class: 'switch periods', role: 'group', 'aria-label': 'Period' },
-    PERIODS.map(([period, text]) => el('button', {
-      type: 'button', 'aria-pressed': String(view.args.period === period), text,
-      onclick: () => ask(period),
-    })));
+  return switchGroup('Period', PERIODS, view.args.period, (period) => {
+    const { from, to, ...args } = view.args;
+    askAgain(view, 'query', { ...args, period }, `Asking for the last ${period}…`);
+  }, 'periods');
 }

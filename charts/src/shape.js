@@ -74,6 +74,7 @@ export function bars(result, m, top = TOP_BARS) {
     label: row.dimensions.map(valueLabel).join(' · '),
     value: row.metrics[m],
     change: row.comparison ? row.comparison.change[m] : undefined,
+    before: row.comparison ? row.comparison.metrics[m] : undefined,
   }));
   rows.sort((a, b) => (b.value ?? -Infinity) - (a.value ?? -Infinity));
   const shown = rows.slice(0, top);
@@ -90,5 +91,121 @@ export function funnelSteps(result) {
   return (result?.steps ?? []).map((step, index) => ({
     label: step.label, count: step.count, share: step.conversion_rate,
     stepShare: index ? step.step_conversion_rate : null, dropoff: index ? step.dropoff : null,
+  }));
+}
+
+// --- retention: the cohort table -----------------------------------------------------------
+
+// Rates shade a cell in SHADES steps, finer where most rates after a cohort's own interval lie
+// (under 25 %): step k holds the rates up to SHADE_TOPS[k] %, 0 % is step 0, and a cohort without
+// members (a null rate) has no shade.
+export const SHADE_TOPS = [0, 2, 5, 10, 15, 25, 50, 100];
+export const SHADES = SHADE_TOPS.length - 1;
+
+export function shadeLevel(rate) {
+  if (rate === null || rate === undefined) return null;
+  const level = SHADE_TOPS.findIndex((top) => rate <= top + 1e-9);
+  return level === -1 ? SHADES : level;
+}
+
+// The first day of the interval `n` intervals after `first` (a cohort as the tool names it: a
+// day, a week's Monday, or YYYY-MM for a month).
+export function addInterval(first, n, interval) {
+  if (interval === 'month') {
+    const [year, month] = first.split('-').map(Number);
+    const index = year * 12 + month - 1 + n;
+    return `${Math.floor(index / 12)}-${String((index % 12) + 1).padStart(2, '0')}`;
+  }
+  return addDays(first, interval === 'week' ? 7 * n : n);
+}
+
+const sum = (values) => values.reduce((total, value) => total + value, 0);
+
+// The table a `retention` result calls for: a row per cohort with a cell per interval after it
+// (0 = the cohort's own), absent where the interval has not started (later cohorts have shorter
+// lists); a cell in the interval holding now is `current` (it counts what happened so far). The
+// average row has the tool's rates, and beside them what they are made of: the visitors back,
+// summed over the cohorts that have the cell, out of those cohorts' visitors.
+export function cohortGrid(result) {
+  const cohorts = result?.cohorts ?? [];
+  const interval = result?.interval ?? 'week';
+  const averageRates = result?.average?.retention_rate ?? [];
+  const columns = Math.max(0, averageRates.length, ...cohorts.map((c) => c.retained.length));
+  const current = result?.current_interval ?? null;
+  const rows = cohorts.map((c) => ({
+    cohort: c.cohort,
+    visitors: c.visitors,
+    cells: Array.from({ length: columns }, (_, n) => {
+      if (n >= c.retained.length) return { n, absent: true };
+      const rate = c.retention_rate[n] ?? null;
+      return { n, retained: c.retained[n], rate, level: shadeLevel(rate),
+        current: current !== null && addInterval(c.cohort, n, interval) === current };
+    }),
+  }));
+  const average = {
+    visitors: sum(cohorts.map((c) => c.visitors)),
+    cells: Array.from({ length: columns }, (_, n) => {
+      const having = cohorts.filter((c) => n < c.retained.length);
+      if (!having.length) return { n, absent: true };
+      const rate = averageRates[n] ?? null;
+      return { n, rate, level: shadeLevel(rate), retained: sum(having.map((c) => c.retained[n])),
+        visitors: sum(having.map((c) => c.visitors)) };
+    }),
+  };
+  return { interval, columns, rows, average, empty: !cohorts.some((c) => c.visitors > 0) };
+}
+
+// --- paths: the steps as columns, the links between them ---------------------------------------
+
+// What a path's value is: a page, a goal (`goal:<name>`), the values beyond the limit
+// (`(other)`), or a visit's end (`(exit)` forward, `(entry)` backward).
+export function valueKind(value) {
+  if (value === '(exit)' || value === '(entry)') return 'end';
+  if (value === '(other)') return 'other';
+  return String(value).startsWith('goal:') ? 'goal' : 'page';
+}
+
+const LAST = { page: 0, goal: 0, other: 1, end: 2 };
+
+// The columns of a `paths` result in step order (0 = the anchor, its one value holding every
+// visit): each step's values by visits (ties by value, as the tool keeps them), `(other)` and
+// then `(exit)`/`(entry)` last. `order` lists the columns as drawn, in time order: forward the
+// anchor first, backward last (the steps before it run right to left). Each link names its rows:
+// `from` in step k-1's column, `to` in step k's.
+export function pathColumns(result) {
+  const anchor = { value: result?.anchor ?? '', visits: result?.visits ?? 0, share: 100 };
+  const ordered = (values) => [...values].sort((a, b) => LAST[valueKind(a.value)] - LAST[valueKind(b.value)]
+    || b.visits - a.visits || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  const columns = [{ step: 0, values: [anchor] },
+    ...(result?.steps ?? []).map((s) => ({ step: s.step, values: ordered(s.values) }))]
+    .map((column) => ({ ...column, values: column.values.map((v) => ({ ...v, kind: valueKind(v.value) })) }));
+  const rows = columns.map((column) => new Map(column.values.map((v, i) => [v.value, i])));
+  const links = (result?.links ?? []).map((link) => ({ ...link,
+    fromRow: rows[link.step - 1]?.get(link.from), toRow: rows[link.step]?.get(link.to) }))
+    .filter((link) => link.fromRow !== undefined && link.toRow !== undefined);
+  const backward = result?.direction === 'backward';
+  const order = columns.map((_, i) => (backward ? columns.length - 1 - i : i));
+  return { backward, anchor, columns, links, order, empty: !(anchor.visits > 0) };
+}
+
+// Which of `count` columns (positions in time order) each band of at most `perBand` shows, when
+// they do not fit side by side: each band starts with the column the one before ended with, so
+// that every pair of consecutive steps, and the links between them, is drawn in some band.
+export function bands(count, perBand) {
+  const per = Math.max(2, perBand);
+  if (count <= per) return [Array.from({ length: count }, (_, i) => i)];
+  const out = [];
+  for (let start = 0; start < count - 1; start += per - 1) {
+    out.push(Array.from({ length: Math.min(per, count - start) }, (_, i) => start + i));
+  }
+  return out;
+}
+
+// Top paths as read in time order: forward the anchor then the path, backward the path reversed
+// then the anchor.
+export function topPaths(result) {
+  const backward = result?.direction === 'backward';
+  return (result?.top_paths ?? []).map(({ path, visits }) => ({
+    nodes: backward ? [...path].reverse().concat(result.anchor) : [result.anchor, ...path], visits,
   }));
 }

@@ -1,5 +1,6 @@
-// What both apps share: the bridge to the host, the host's theme, style variables and locale,
-// the width to draw at, and the states before and besides a chart (waiting, failed, cancelled).
+// What the apps share: the bridge to the host, the host's theme, style variables and locale,
+// the width to draw at, the states before and besides a chart (waiting, failed, cancelled), the
+// line naming the site and period, the result's warnings, and asking the tool again.
 import { Bridge } from './bridge.js';
 import { el } from './dom.js';
 
@@ -47,6 +48,39 @@ export function startView(name, render) {
   say('Waiting for the result…');
   bridge.connect(window).catch((error) => say(`Could not reach the host: ${error.message}`));
   return state;
+}
+
+// "charts.example · 2026-11-04 to 2026-11-17 · UTC" under each app's headline.
+export function rangeLine(result) {
+  const zone = result.timezone ? ` · ${result.timezone}` : '';
+  return el('p', { class: 'range', text: `${result.site ?? ''} · ${result.from} to ${result.to}${zone}` });
+}
+
+// The result's warnings, and a note when sampled data was read.
+export function notes(result) {
+  const parts = (result.warnings ?? []).map((warning) => el('p', { class: 'warning', text: warning }));
+  if (result.estimated) parts.push(el('p', { class: 'note', text: 'Estimated: part of the data was sampled.' }));
+  return parts;
+}
+
+// Whether the host lets the app call the tool again with the arguments it was shown.
+export function canAskAgain(view) {
+  return view.bridge.canCallTools() && Object.keys(view.args ?? {}).length > 0;
+}
+
+// The same tool called again through the host with other arguments (another period, another
+// interval); its answer replaces the result drawn. `waiting` is said meanwhile.
+export async function askAgain(view, tool, args, waiting) {
+  view.say(waiting);
+  try {
+    const answer = await view.bridge.callTool(tool, args);
+    if (answer.isError || !answer.structuredContent) throw new Error(answer.content?.[0]?.text ?? 'no result');
+    view.args = args;
+    view.result = answer.structuredContent;
+    view.redraw();
+  } catch (error) {
+    view.say(`The call to ${tool} failed: ${error.message}`);
+  }
 }
 
 function applyTheme(context) {
