@@ -88,9 +88,9 @@ def figure(value: Any) -> str:
     return "–" if value is None else f"{value:,}"
 
 
-def change(value: float | None, unit: str = "%") -> str:
+def change(value: float | None, unit: str = "%", before: float | None = None) -> str:
     if value is None:
-        return "no base to compare"
+        return "no change to compute from 0" if before == 0 else "no change to compute"
     sign = "+" if value > 0 else "−" if value < 0 else "±"
     return f"{sign}{abs(value):.1f}{unit}"
 
@@ -126,8 +126,8 @@ def test_time_series_with_comparison(show):
             f"to {BEFORE[1]} dashed.") in text
     total, before = result["totals"][0], result["comparison"]["totals"][0]
     headline = hosted.app.locator("header .headline").inner_text()
-    assert headline == (f"Visitors {total:,} {change(round((total - before) / before * 100, 1))}"
-                        f" vs {before:,} ({BEFORE[0]} to {BEFORE[1]})")
+    assert headline == (f"Visitors {total:,}, against {before:,} in {BEFORE[0]} to {BEFORE[1]}"
+                        f" ({change(round((total - before) / before * 100, 1))})")
     assert hosted.app.locator("polyline.before").count() >= 1  # the comparison, dashed
     assert hosted.app.locator("polyline.before").first.evaluate(
         "(line) => getComputedStyle(line).strokeDasharray") != "none"
