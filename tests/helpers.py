@@ -1,6 +1,6 @@
 """Shared by the tests: posting raw JSON, reading rows, dumping the database, ids that hide an
 e-mail address, seeding a site's events and visits, calling an MCP tool, racing threads, polling
-for a condition, running a script in a fresh interpreter."""
+for a condition, running a script in a fresh interpreter, the examples of a doc."""
 import gzip
 import json
 import subprocess
@@ -167,3 +167,17 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "",
             raise AssertionError(f"timed out waiting for {what or condition}"
                                  + (f"; seen: {seen()}" if seen else ""))
         time.sleep(0.05)
+
+
+def doc_example(doc: Path, name: str, replace: dict[str, str] | None = None) -> str:
+    """The fenced code block right after `<!-- example: NAME -->` in `doc`, as written, with
+    each of `replace`'s placeholders (which must each occur exactly once) swapped for what the
+    test runs against."""
+    text = doc.read_text()
+    marker = f"<!-- example: {name} -->\n```"
+    assert text.count(marker) == 1, f"{doc.name} has no single example {name!r}"
+    body = text.split(marker, 1)[1].split("\n", 1)[1].split("\n```\n", 1)[0] + "\n"
+    for placeholder, value in (replace or {}).items():
+        assert body.count(placeholder) == 1, f"{name}: {placeholder!r} is not there once"
+        body = body.replace(placeholder, value)
+    return body
