@@ -8,13 +8,14 @@ declared the extension (tests/agent/apps/conftest.py). Not the official AppBridg
 message the apps need and the doc leaves out fails here.
 """
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Frame, Page
 
-from tests.agent.apps.conftest import CHARTS, DAY, DAYS, Egis
+from tests.agent.apps.conftest import CHARTS, DAY, DAYS, Egis, app_frame, table_of
 from tests.conftest import ROOT
 from tests.helpers import doc_example, wait_for
 from tests.sdk.conftest import PageServer
@@ -26,21 +27,17 @@ FROM, TO = DAY.isoformat(), (DAY + timedelta(days=DAYS - 1)).isoformat()
 DARK = {"theme": "dark", "locale": "en-US"}
 
 
+@dataclass
 class Host:
-    """The doc's host in a page of its own; what the test reads from it."""
+    """The doc's host in a page of its own: the errors of its frames, the MCP requests it made."""
 
-    def __init__(self, page: Page, errors: list[str], calls: list[tuple[str, Any]]) -> None:
-        self.page, self.errors, self.calls = page, errors, calls
+    page: Page
+    errors: list[str]
+    calls: list[tuple[str, Any]]
 
     @property
     def app(self) -> Frame:
-        """The app's frame: inside the sandbox proxy's, inside the host page."""
-        return next(frame for frame in self.page.frames
-                    if frame.parent_frame and frame.parent_frame.parent_frame)
-
-    def table(self) -> list[list[str]]:
-        return self.app.evaluate("""() => [...document.querySelectorAll('table tr')].map(
-            (row) => [...row.children].map((cell) => cell.textContent))""")
+        return app_frame(self.page)
 
 
 @pytest.fixture
@@ -99,7 +96,7 @@ def test_the_query_chart_draws_in_the_host_s_theme_and_size(host):
                                                       "tools/call"]
     result = hosted.calls[-1]
     assert result == ("tools/call", {"name": "query", "arguments": arguments})
-    header, *rows = hosted.table()
+    header, *rows = table_of(hosted.app)
     assert header == ["Day", "Visitors"] and len(rows) == DAYS
     assert f"Line chart: Visitors per day, {FROM} to {TO}" in hosted.app.locator(
         "main").aria_snapshot()
@@ -123,7 +120,7 @@ def test_the_period_switch_calls_egis_through_the_host(host):
         "aria-pressed") == "true", what="the switch pressed")  # once the answer is drawn
     assert hosted.calls[3:] == [("tools/call", {"name": "query", "arguments": {
         "metrics": ["visitors", "pageviews"], "dimensions": ["time:day"], "period": "90d"}})]
-    header, *rows = hosted.table()
+    header, *rows = table_of(hosted.app)
     assert header == ["Day", "Visitors"] and len(rows) == 90  # every day of the new period
     no_errors(hosted)
 
@@ -136,7 +133,7 @@ def test_the_theme_changes_on_host_context_changed(host):
         method: 'ui/notifications/host-context-changed', params: { theme: 'light' } })""")
     wait_for(lambda: hosted.app.evaluate("() => document.documentElement.dataset.theme")
              == "light", what="the light theme")
-    assert hosted.table()[0] == ["Source", "Visits"]
+    assert table_of(hosted.app)[0] == ["Source", "Visits"]
     no_errors(hosted)
 
 
@@ -145,7 +142,7 @@ def test_the_funnel_chart_draws(host):
                              "from": FROM, "to": TO}, {"theme": "light", "locale": "en-US"})
     steps = hosted.calls[-1]
     assert steps[0] == "tools/call" and steps[1]["name"] == "funnel"
-    header, *rows = hosted.table()
+    header, *rows = table_of(hosted.app)
     assert header[0] == "Step" and [row[0] for row in rows] == [
         "1. Visit /", "2. Visit /pricing", "3. Goal Signup"]
     no_errors(hosted)
