@@ -1,8 +1,9 @@
 """Shared by the tests: posting raw JSON, reading rows, dumping the database, ids that hide an
 e-mail address, seeding a site's events and visits, calling an MCP tool, racing threads, polling
-for a condition, running a script in a fresh interpreter."""
+for a condition, running a script in a fresh interpreter, the examples of a doc."""
 import gzip
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -167,3 +168,18 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "",
             raise AssertionError(f"timed out waiting for {what or condition}"
                                  + (f"; seen: {seen()}" if seen else ""))
         time.sleep(0.05)
+
+
+def doc_example(doc: Path, name: str, replace: dict[str, str] | None = None) -> str:
+    """The fenced code block right after `<!-- example: NAME -->` in `doc` (indented under a
+    list item or not), as written, with each of `replace`'s placeholders (which must each occur
+    exactly once) swapped for what the test runs against."""
+    found = re.findall(rf"^( *)<!-- example: {re.escape(name)} -->\n\1```[^\n]*\n(.*?)\n\1```$",
+                       doc.read_text(), re.M | re.S)
+    assert len(found) == 1, f"{doc.name} has no single example {name!r}"
+    indent, block = found[0]
+    body = "".join(line.removeprefix(indent) + "\n" for line in block.split("\n"))
+    for placeholder, value in (replace or {}).items():
+        assert body.count(placeholder) == 1, f"{name}: {placeholder!r} is not there once"
+        body = body.replace(placeholder, value)
+    return body

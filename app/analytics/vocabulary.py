@@ -164,7 +164,9 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
     _visit("os", "Operating system (Windows, macOS, iOS, Android, ...).", "browser"),
     _visit("os_version", "Operating system major version.", "browser"),
     _visit("language", "Primary language subtag, lower case (de).", "browser"),
-    _visit("screen", "small (< 576 px), medium, large or xlarge (>= 1440 px).", "browser"),
+    _visit("screen", "The viewport width the tracker sent, not the device's: small (< 576 px), "
+                     "medium, large or xlarge (>= 1440 px); a phone reports ~980 px (medium) "
+                     "on a page without a viewport meta tag.", "browser"),
     _visit("source", "utm_source, else a known referrer name (Google), else the referrer host; "
                      "(direct) without a referrer or from the site itself.", "referrer"),
     _visit("channel", "Direct, Organic Search, Paid Search, Organic Social, Paid Social, "

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, Frame, Page
 
 from app.agent.apps import EXTENSION, MIME_TYPE
 from tests.analytics.test_query import ev
@@ -148,6 +148,18 @@ def hosting(host_page: str, egis: Egis) -> Iterator[Callable[[str, dict[str, Any
     yield serve
     host.stop()
     sandbox.stop()
+
+
+def app_frame(page: Page) -> Frame:
+    """The app's frame: inside the sandbox proxy's, inside the host page."""
+    return next(frame for frame in page.frames
+                if frame.parent_frame and frame.parent_frame.parent_frame)
+
+
+def table_of(app: Frame) -> list[list[str]]:
+    """The chart's accessible table: a list of each row's cells' text."""
+    return app.evaluate("""() => [...document.querySelectorAll('table tr')].map(
+        (row) => [...row.children].map((cell) => cell.textContent))""")
 
 
 def screenshot_dir(tmp_path: Path) -> Path:

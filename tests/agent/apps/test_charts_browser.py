@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Frame, Page
 
-from tests.agent.apps.conftest import DAY, DAYS, DOMAIN, Egis, screenshot_dir
+from tests.agent.apps.conftest import (
+    DAY,
+    DAYS,
+    DOMAIN,
+    Egis,
+    app_frame,
+    screenshot_dir,
+    table_of,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -31,12 +39,10 @@ class Hosted:
 
     @property
     def app(self) -> Frame:
-        return next(frame for frame in self.page.frames
-                    if frame.parent_frame and frame.parent_frame.parent_frame)
+        return app_frame(self.page)
 
     def table(self) -> list[list[str]]:
-        return self.app.evaluate("""() => [...document.querySelectorAll('table tr')].map(
-            (row) => [...row.children].map((cell) => cell.textContent))""")
+        return table_of(self.app)
 
     def accessible(self) -> str:
         return self.app.locator("main").aria_snapshot()
