@@ -14,6 +14,7 @@ the project's virtualenv, so that a change of the SDK or of egis that breaks the
 import ast
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2
@@ -82,6 +83,21 @@ def test_the_read_key_example_without_the_key_is_challenged(live, tmp_path):
     assert '"route":"/api/mcp","endpoint":"mcp.mcp_endpoint","status":401' in server.log()
 
 
+def consent_with_code(consent: str, code: str, callback: str) -> None:
+    """The owner on the consent page: the connect code typed, Allow clicked, the script's
+    loopback callback reached."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(consent)
+        assert "My egis script" in page.inner_text("main")
+        page.fill("input[name=connect_code]", code)
+        page.click("button[value=allow]")
+        page.wait_for_url(f"http://{callback}/callback?*")
+        assert page.inner_text("body") == "Connected to egis: back to the terminal."
+        browser.close()
+
+
 def test_the_oauth_example_connects_with_a_connect_code(app, live, tmp_path):
     url = live[0].url
     callback = f"127.0.0.1:{free_port()}"
@@ -95,16 +111,10 @@ def test_the_oauth_example_connects_with_a_connect_code(app, live, tmp_path):
         printed = [process.stdout.readline(), process.stdout.readline()]
         consent = printed[1].strip()
         assert consent.startswith(f"{url}/oauth/authorize?"), (printed, process.stderr.read())
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(consent)
-            assert "My egis script" in page.inner_text("main")
-            page.fill("input[name=connect_code]", code)
-            page.click("button[value=allow]")
-            page.wait_for_url(f"http://{callback}/callback?*")
-            assert page.inner_text("body") == "Connected to egis: back to the terminal."
-            browser.close()
+        # In a thread of its own: the tracker tests' session-wide Chromium keeps Playwright's
+        # event loop running in this one, where a second sync_playwright() is refused.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(consent_with_code, consent, code, callback).result(timeout=120)
         out, err = process.communicate(timeout=60)
     finally:
         process.kill()
