@@ -7,10 +7,14 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """Build the app; `overrides` (tests) win over the environment."""
-    from app import auth, bodies, cli, config, db, errors, limits, request_log, tally
+    from app import cli, config
+    from app.access import auth
     from app.context import request as request_context
     from app.rollups import timer as rollups
+    from app.runtime import request_log, tally
+    from app.storage import db
     from app.tracking import quota, store, writer
+    from app.web import bodies, errors, limits
     from blueprints import BLUEPRINTS
 
     app = Flask(__name__, instance_relative_config=True, static_folder=None)

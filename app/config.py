@@ -15,7 +15,7 @@ DEFAULTS: dict[str, Any] = {
     # app built with limits off would leave every later app in the process unlimited.
     "RATELIMIT_ENABLED": True,
     # Off: X-RateLimit-* on every response costs a storage read per request; the 429 handler
-    # (app.errors) sets Retry-After itself.
+    # (app.web.errors) sets Retry-After itself.
     "RATELIMIT_HEADERS_ENABLED": False,
     "RATELIMIT_STRATEGY": "fixed-window",
     "RATE_LIMIT_KEY": "6000/minute",
@@ -47,9 +47,9 @@ DEFAULTS: dict[str, Any] = {
     # How long a worker trusts its cached view of a site's month usage before re-reading it.
     "USAGE_CACHE_SECONDS": 5,
     "DB_MAX_CONNECTIONS": 8,
-    # PostgreSQL: a transaction of egis's left idle this long ends its session (app.db).
+    # PostgreSQL: a transaction of egis's left idle this long ends its session (app.storage.db).
     "DB_IDLE_TRANSACTION_SECONDS": 30.0,
-    # How often a worker writes its counts of what was not stored (app.tally); 0: at once.
+    # How often a worker writes its counts of what was not stored (app.runtime.tally); 0: at once.
     "TALLY_FLUSH_SECONDS": 1.0,
     # How long after a worker stores events it merges them into the rollups (app.rollups); 0:
     # in the request. Reads merge first, so this bounds only the work a read may find waiting.
@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
     # from what is merged, with a warning (app.rollups.reads).
     "ROLLUP_WAIT_SECONDS": 2.0,
     # A PostgreSQL streaming replica (hot standby) of DATABASE_URL that the agent's tools read
-    # from, and how long a call waits for it to replay past its merge (app.rollups.replica).
+    # from, and how long a call waits for it to replay past its merge (app.storage.replica).
     "READ_DATABASE_URL": "",
     "READ_REPLICA_WAIT_SECONDS": 2.0,
     # PostgreSQL: concurrent requests of a worker share one commit (app.tracking.writer).

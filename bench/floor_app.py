@@ -4,8 +4,8 @@ Served by bench/floor.py, never deployed. Two apps, the same work: `create_app`,
 `create_wsgi_app`, a bare WSGI callable without a framework. Each takes `POST /api/events` with
 a batch as bench/ingest.lua sends it, gzip-compressed or not, and stores it in the site
 EGIS_FLOOR_SITE_ID with egis's own statement through egis's group writer (app.tracking.store,
-app.tracking.writer), on egis's pooled connection per request (app.db): the durable work that
-the contract asks of every stored batch (the batch id kept for exactly-once, the events, the
+app.tracking.writer), on egis's pooled connection per request (app.storage.db): the durable work
+that the contract asks of every stored batch (the batch id kept for exactly-once, the events, the
 quota's usage row). Nothing else: no key, no origin, no rate limit, no validation, no bot
 filter, no sampling, no metrics, no log line. `GET /healthz` answers as egis's does, without
 egis's hooks.
@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import Flask, request
 
-from app import db
+from app.storage import db
 from app.tracking import quota, store
 from app.tracking.writer import GroupWriter
 from models import database

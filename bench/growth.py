@@ -90,8 +90,9 @@ FROM batches AS b JOIN site AS s ON s.id = b.site_id,
 def prepare(port: int) -> tuple[dict[str, str], str]:
     """A fresh database with the sites, a write key and partitions for the seeded months;
     returns gunicorn's environment and the key."""
-    from app import create_app, partitions
-    from app.db import release_connections
+    from app import create_app
+    from app.storage import partitions
+    from app.storage.db import release_connections
     from models import database
 
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")

@@ -44,7 +44,7 @@ def seed(database, start, count: int) -> None:
 def fresh_database():
     from app import create_app
     from app.cli.db import upgrade_schema
-    from app.db import release_connections
+    from app.storage.db import release_connections
 
     release_connections()
     admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
@@ -54,9 +54,9 @@ def fresh_database():
 
 
 def one_run(events: int) -> tuple[float, int]:
-    from app import partitions
-    from app.partitions import month_start
     from app.retention import prune
+    from app.storage import partitions
+    from app.storage.partitions import month_start
     from models import database
     from models.site import utcnow
 
@@ -85,8 +85,8 @@ def one_run(events: int) -> tuple[float, int]:
 
 
 def delete_rows(rows: int) -> float:
-    from app.partitions import month_start
     from app.retention import deletes
+    from app.storage.partitions import month_start
     from models import Event, database
     from models.site import utcnow
 
@@ -125,7 +125,7 @@ def main() -> None:
             print(f"row-by-row delete of {args.compare_delete:,} events: {seconds:.2f} s "
                   f"({args.compare_delete / seconds:,.0f} rows/s)")
     finally:
-        from app.db import release_connections
+        from app.storage.db import release_connections
 
         release_connections()
         admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")

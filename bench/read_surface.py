@@ -140,8 +140,8 @@ class Caller:
 
     def __init__(self, url: str, timezone: str | None) -> None:
         from app import create_app
+        from app.access.keys import issue
         from app.cli import upgrade_schema
-        from app.keys import issue
         from models import Site, database
         from models.api_key import SERVER
 

@@ -11,8 +11,8 @@ Origin and a headless browser's User-Agent: 200 `"bot": true`, nothing stored) a
 sent again and again (200 `"duplicate": true`), and a new unknown key in every request (401;
 beyond EGIS_RATE_LIMIT_BAD_KEY, 60 a minute per client, 429); then with the key's limit at 10
 a minute, for the no-op again and requests over that limit (429). Every refused request of a
-known key adds one to its site's tally (app.tally). Prints each load's rate, its ratio to the
-no-op of the same server, p99 and CPU per request. Needs wrk.
+known key adds one to its site's tally (app.runtime.tally). Prints each load's rate, its ratio to
+the no-op of the same server, p99 and CPU per request. Needs wrk.
 """
 import argparse
 import json

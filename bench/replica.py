@@ -1,4 +1,4 @@
-"""What a read replica buys ingest (EGIS_READ_DATABASE_URL, app/rollups/replica.py): the rate at
+"""What a read replica buys ingest (EGIS_READ_DATABASE_URL, app/storage/replica.py): the rate at
 which egis stores the tracker's 5-event gzip batches while agents' questions loop against it,
 with the questions read on the primary and on a streaming replica, each as a ratio to ingest
 alone in the same run.

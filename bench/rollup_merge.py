@@ -58,7 +58,7 @@ def main() -> None:
     try:
         measure(args, url)
     finally:
-        from app.db import release_connections
+        from app.storage.db import release_connections
 
         release_connections()
         if args.sqlite:
@@ -68,10 +68,10 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, url: str) -> None:
-    from app import partitions
-    from app.db import is_postgres, release_connections
     from app.rollups import merging
     from app.rollups.mark import mark
+    from app.storage import partitions
+    from app.storage.db import is_postgres, release_connections
     from models import database
 
     app = upgrade(url)

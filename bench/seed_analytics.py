@@ -238,7 +238,7 @@ def set_timezone(app: Any, timezone: str) -> None:
 
 def prepare(args: argparse.Namespace) -> None:
     """Create, migrate and seed the database (with --reuse: migrate the existing one)."""
-    from app.db import release_connections
+    from app.storage.db import release_connections
 
     url = database_of(args)
     if not args.reuse:
@@ -255,7 +255,7 @@ def prepare(args: argparse.Namespace) -> None:
         return
     now = datetime.utcnow()
     if not args.sqlite:
-        from app import partitions
+        from app.storage import partitions
         from models import database
 
         with app.app_context(), database.connection_context():
@@ -273,8 +273,8 @@ def prepare(args: argparse.Namespace) -> None:
 def derive_rollups(app: Any) -> None:
     """The rollups of the seeded events, derived at once (the merge after ingest keeps them up
     to date; COPY does not go through it), timed."""
-    from app.db import is_postgres, release_connections
     from app.rollups import merging
+    from app.storage.db import is_postgres, release_connections
     from models import database
 
     started = time.perf_counter()

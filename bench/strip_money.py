@@ -3,11 +3,11 @@ base tree (main), in one process.
 
     python bench/strip_money.py [--base-ref REF] [--rounds 5] [--repeat 20000]
 
-app.privacy.strip_money runs for every stored event (its `properties`, a goal's `metadata`, a
+app.ingest.privacy.strip_money runs for every stored event (its `properties`, a goal's `metadata`, a
 server event's `properties`). The base tree's version looked at the top level only; this tree's
 looks at every depth. Measured, per call, on the properties the tracker sends (tests of the
 shapes in sdk/src/capture) and on two worst cases, three ways in each round, in turn:
-- `base`: app/privacy.py's strip_money of REF (default: where this branch left main), loaded
+- `base`: app/ingest/privacy.py's strip_money of REF (default: where this branch left main), loaded
   from git;
 - `this`: this tree's (the JSON text lowered and searched in C; the value walked only when a
   key is found);
@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.privacy import MONEY_KEYS, strip_money  # noqa: E402
+from app.ingest.privacy import MONEY_KEYS, strip_money  # noqa: E402
 
 LINK = "https://shop.example/products/blue-widget?ref=home"
 SHAPES: dict[str, dict[str, Any]] = {
@@ -75,7 +75,7 @@ def walk_strip_money(value: Any) -> Any:
 
 
 def base_function(ref: str) -> Any:
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:app/privacy.py"],
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:app/ingest/privacy.py"],
                             capture_output=True, check=True).stdout
     with tempfile.NamedTemporaryFile(suffix=".py") as file:
         file.write(source)

@@ -5,14 +5,14 @@ from flask import Blueprint, Response, current_app, g
 from flask.blueprints import BlueprintSetupState
 from marshmallow import EXCLUDE, Schema, fields, post_load, validate
 
-from app.auth import require_key
-from app.bodies import json_object, raw_body
+from app.access.auth import require_key
 from app.crawlers import reports
 from app.crawlers.user_agents import MAX_USER_AGENT_LENGTH
-from app.fields import Text
-from app.idempotency import idempotent, once
-from app.limits import PER_KEY, limited
-from app.openapi import documented
+from app.ingest.idempotency import idempotent, once
+from app.web.bodies import json_object, raw_body
+from app.web.limits import PER_KEY, limited
+from app.web.openapi import documented
+from app.web.schema import Text
 from models.api_key import SERVER
 
 MAX_PATH_LENGTH = 2048

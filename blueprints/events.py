@@ -4,24 +4,24 @@ from typing import Any
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from app import cors
-from app.bodies import json_object, raw_body
 from app.context.request import request_context
-from app.errors import ApiError
-from app.fields import (
+from app.tracking import anonymous, ingest
+from app.tracking.gate import tracking_endpoint
+from app.web import cors
+from app.web.bodies import json_object, raw_body
+from app.web.errors import ApiError
+from app.web.openapi import documented
+from app.web.schema import (
     BEFORE_ITS_BATCH,
     MAX_EPOCH_MS,
     NUL_ESCAPE,
+    FastLoader,
     Flag,
     JSONObject,
     Number,
     OpaqueId,
     Text,
 )
-from app.openapi import documented
-from app.tracking import anonymous, ingest
-from app.tracking.gate import tracking_endpoint
-from app.validation import FastLoader
 from models.event import EVENT_TYPES
 from models.ingest_tally import REJECTED_403_PLAN
 
@@ -89,7 +89,7 @@ class PlanRestrictedSchema(Schema):
 
 
 def _extra_rules_hold(batch: dict[str, Any]) -> bool:
-    """The schema's rules that its JSON Schema form cannot carry (see app.validation).
+    """The schema's rules that its JSON Schema form cannot carry (see app.web.schema).
 
     NUL characters are the caller's check (on the raw body, see post_events).
     """

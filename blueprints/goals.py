@@ -4,14 +4,14 @@ from typing import Any
 from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from app import cors
-from app.bodies import json_object, raw_body
 from app.context.request import request_context
-from app.fields import JSONObject, OpaqueId, Text, not_too_long_ago
-from app.idempotency import idempotent, once
-from app.openapi import documented
+from app.ingest.idempotency import idempotent, once
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
+from app.web import cors
+from app.web.bodies import json_object, raw_body
+from app.web.openapi import documented
+from app.web.schema import JSONObject, OpaqueId, Text, not_too_long_ago
 
 bp = Blueprint("goals", __name__)
 cors.enable(bp)

@@ -21,13 +21,13 @@ from flask import Blueprint, Response, g, request
 from marshmallow import EXCLUDE, Schema, fields, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.auth import authenticate, presented_key
-from app.bodies import raw_body
-from app.errors import MESSAGES, ApiError, render
-from app.limits import BAD_KEY, count_again, count_against, limited, refuse_if_spent
-from app.limits import MCP as MCP_LIMIT
+from app.access.auth import authenticate, presented_key
 from app.oauth import grants, public
-from app.openapi import documented
+from app.web.bodies import raw_body
+from app.web.errors import MESSAGES, ApiError, render
+from app.web.limits import BAD_KEY, count_again, count_against, limited, refuse_if_spent
+from app.web.limits import MCP as MCP_LIMIT
+from app.web.openapi import documented
 from models.api_key import READ, SERVER
 
 bp = Blueprint("mcp", __name__)
@@ -104,7 +104,7 @@ def agent_credentials(view: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _authenticate_token(token: str) -> None:
-    # As for keys (app.auth): a client whose tokens keep finding nothing is refused before
+    # As for keys (app.access.auth): a client whose tokens keep finding nothing is refused before
     # the database is asked again. No cache: a revoked grant stops working at once.
     refuse_if_spent(BAD_KEY)
     grant = grants.authenticate(token, public.resource())
@@ -172,7 +172,7 @@ def mcp_endpoint() -> Response:
 
 
 # Rejections here are not ingest: answered as usual, but not tallied against the site's
-# ingest health (app.errors tallies 400/413/429 for the ingest endpoints).
+# ingest health (app.web.errors tallies 400/413/429 for the ingest endpoints).
 @bp.errorhandler(ApiError)
 def _api_error(error: ApiError) -> Response:
     return render(error.status, error.message, error.headers, **error.extra)

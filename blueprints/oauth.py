@@ -10,12 +10,12 @@ endpoint is a page for a person and answers in HTML, its faults and rate limit t
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from app.bodies import raw_body
-from app.errors import ApiError, render
-from app.limits import OAUTH, limited
 from app.oauth import public, registration
 from app.oauth.metadata import ClientInformationSchema, ClientMetadataSchema
-from app.openapi import Media, documented
+from app.web.bodies import raw_body
+from app.web.errors import ApiError, render
+from app.web.limits import OAUTH, limited
+from app.web.openapi import Media, documented
 
 bp = Blueprint("oauth", __name__)
 

@@ -1,12 +1,12 @@
 """Operations: liveness, readiness, metrics and the OpenAPI document."""
 from flask import Blueprint, current_app, jsonify
 
-from app.db import without_database
-from app.errors import DATABASE_RETRY_AFTER_SECONDS, render
-from app.limits import store_is_up
-from app.metrics import render_metrics
-from app.openapi import build_spec
-from app.rollups.replica import state as replica_state
+from app.runtime.metrics import render_metrics
+from app.storage.db import without_database
+from app.storage.replica import state as replica_state
+from app.web.errors import DATABASE_RETRY_AFTER_SECONDS, render
+from app.web.limits import store_is_up
+from app.web.openapi import build_spec
 from models import database
 
 bp = Blueprint("ops", __name__)
@@ -22,8 +22,8 @@ def healthz():
 @without_database
 def readyz():
     """Ready when the database answers. The rate-limit store and the read replica are
-    reported, not required: without the store requests are allowed uncounted (app.limits),
-    without the replica the primary answers the reads (app.rollups.replica); degraded, not
+    reported, not required: without the store requests are allowed uncounted (app.web.limits),
+    without the replica the primary answers the reads (app.storage.replica); degraded, not
     down."""
     try:
         with database.connection_context():

@@ -12,10 +12,15 @@ from marshmallow import (
     validates_schema,
 )
 
-from app.auth import require_key
-from app.bodies import json_object_exact, raw_body
-from app.errors import ApiError
-from app.fields import (
+from app.access.auth import require_key
+from app.ingest.idempotency import idempotent, once
+from app.revenue import server_events
+from app.revenue.money import MAX_AMOUNT, MoneyError, active_currencies
+from app.web.bodies import json_object_exact, raw_body
+from app.web.errors import ApiError
+from app.web.limits import PER_KEY, limited
+from app.web.openapi import documented
+from app.web.schema import (
     MAX_EPOCH_MS,
     ExactJSONObject,
     ExactNumber,
@@ -24,11 +29,6 @@ from app.fields import (
     Text,
     not_too_long_ago,
 )
-from app.idempotency import idempotent, once
-from app.limits import PER_KEY, limited
-from app.openapi import documented
-from app.revenue import server_events
-from app.revenue.money import MAX_AMOUNT, MoneyError, active_currencies
 from models.api_key import SERVER
 from models.ingest_tally import REJECTED_403_PLAN
 

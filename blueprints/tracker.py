@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from flask import Blueprint, Response, current_app, request
 
-from app.db import without_database
-from app.errors import ApiError
+from app.storage.db import without_database
+from app.web.errors import ApiError
 
 bp = Blueprint("tracker", __name__)
 

@@ -2,13 +2,13 @@
 from flask import Blueprint, current_app, g
 from marshmallow import Schema, fields
 
-from app import cors
-from app.auth import require_key
-from app.cors import check_origin
-from app.errors import ApiError, render
-from app.limits import VALIDATE, limited
-from app.openapi import documented
+from app.access.auth import require_key
 from app.tracking import quota
+from app.web import cors
+from app.web.cors import check_origin
+from app.web.errors import ApiError, render
+from app.web.limits import VALIDATE, limited
+from app.web.openapi import documented
 from models.api_key import READ, SERVER, WRITE
 
 bp = Blueprint("validate", __name__)

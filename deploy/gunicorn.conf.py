@@ -49,7 +49,7 @@ loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET", "")
 control_socket_disable = not control_socket
 
-# /metrics adds up every worker's counters through files in this directory (app/metrics.py).
+# /metrics adds up every worker's counters through files in this directory (app/runtime/metrics.py).
 # Set here, before the app (and prometheus_client) is imported. Without PROMETHEUS_MULTIPROC_DIR
 # from the environment, a fresh directory of this server's own, removed when it exits.
 OWN_METRICS_DIR = "GUNICORN_OWN_METRICS_DIR"  # survives gunicorn re-reading this file on HUP

@@ -12,8 +12,8 @@ _reading_from: ContextVar[Database | None] = ContextVar("reading_from", default=
 
 class RoutedDatabase(DatabaseProxy):
     """The primary database (`initialize`, as any DatabaseProxy), or, within `reading_from`,
-    another one: a read replica (app.db). The route is a context variable, so it holds for the
-    request's thread and for what it hands to other threads with its context
+    another one: a read replica (app.storage.db). The route is a context variable, so it holds for
+    the request's thread and for what it hands to other threads with its context
     (contextvars.copy_context), never for another request's thread: a worker's concurrent
     requests write to the primary while one reads from the replica. Peewee binds a model to one
     database handle for the whole process; `Model.bind_ctx` rebinds it for every thread."""
@@ -39,12 +39,12 @@ class RoutedDatabase(DatabaseProxy):
             _reading_from.reset(token)
 
 
-# Bound to a real database by app.db.init_app; nothing connects at import time.
+# Bound to a real database by app.storage.db.init_app; nothing connects at import time.
 database = RoutedDatabase()
 
 
 class JSONField(Field):
-    """A JSON document: JSONB on PostgreSQL, TEXT on SQLite (see app.db field_types)."""
+    """A JSON document: JSONB on PostgreSQL, TEXT on SQLite (see app.storage.db field_types)."""
 
     field_type = "JSON"
 

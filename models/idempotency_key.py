@@ -6,8 +6,8 @@ from models.site import utcnow
 
 class IdempotencyKey(BaseModel):
     """An `Idempotency-Key` a site sent to /api/goals, /api/server/events or /api/crawl/report,
-    with the answer its request got, so that a repeat within app.idempotency.KEY_DAYS is
-    answered the same and stores nothing (app.idempotency)."""
+    with the answer its request got, so that a repeat within app.ingest.idempotency.KEY_DAYS is
+    answered the same and stores nothing (app.ingest.idempotency)."""
 
     id = BigAutoField()
     # A plain column, not a foreign key, as batch.site_id: no per-row RI check on ingest.

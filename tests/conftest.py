@@ -25,9 +25,10 @@ import pytest
 import redis
 from peewee import AutoField
 
-from app import create_app, keys
+from app import create_app
+from app.access import keys
 from app.cli import upgrade_schema
-from app.db import make_database, release_connections
+from app.storage.db import make_database, release_connections
 from models import ALL_MODELS, Site, VisitorSalt, database
 from models.api_key import READ, SERVER, WRITE
 
@@ -285,7 +286,7 @@ def stop_server(server: LiveServer) -> None:
 
 
 # For a live server that outlives its tests (one per module): each worker writes its tallies
-# (app.tally) and merges the rollups in the request that stored the events, never on a timer
+# (app.runtime.tally) and merges the rollups in the request that stored the events, never on a timer
 # (app.rollups.timer) after the test. `truncate_all` resets the id sequences: a timer's merge
 # that read the largest id (30, say) before the tables were emptied and moved the mark there
 # after would take the next test's events 1-29 for merged, and they would count in no visit.
@@ -319,7 +320,7 @@ def start_server(migrated: str, tmp_path: Path, make_app: Callable[..., Any]
                  ) -> Iterator[Callable[..., LiveServer]]:
     """Start a real WSGI server on the test database (see `launch_server`); stopped by PID
     after the test, and before `make_app` empties the tables: a stopping worker writes the
-    tallies it still holds (app.tally), which must not reach the next test."""
+    tallies it still holds (app.runtime.tally), which must not reach the next test."""
     started: list[LiveServer] = []
 
     def start(workers: int = 2, env: dict[str, str] | None = None,

@@ -75,7 +75,7 @@ def database_bytes(database_url: str) -> bytes:
     return subprocess.run(command, check=True, capture_output=True, timeout=60).stdout
 
 
-# Ids a hostile client may send: an e-mail address in each of its disguises (app.privacy,
+# Ids a hostile client may send: an e-mail address in each of its disguises (app.ingest.privacy,
 # may_hold_email), after the id that is the same but for its at sign, which is accepted.
 EMAIL_DISGUISES = (("<alice.example.com>", "<alice@example.com>"),
                    ("alice%20example.com", "alice%40example.com"),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from flask import Blueprint, g
 
-from app.auth import require_key
-from app.keys import revoke
+from app.access.auth import require_key
+from app.access.keys import revoke
 from models import database
 from models.api_key import READ, SERVER, WRITE
 
@@ -259,7 +259,7 @@ def test_keys_of_one_site_never_authenticate_another(probe_app, make_site):
 
 def test_unknown_keys_are_cached_and_valid_ones_too(make_app, std_site, monkeypatch):
     """The cache spares the database a lookup per request, for good and bad keys alike."""
-    import app.keys as keys_module
+    import app.access.keys as keys_module
 
     calls = []
     original = keys_module._load_active

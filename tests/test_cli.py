@@ -331,7 +331,7 @@ def test_keys_revoke_by_a_shared_hint_asks_for_the_id(app, cli):
 
 def test_revocation_takes_effect_within_the_key_cache_ttl(make_app, monkeypatch):
     """KEY_CACHE_SECONDS (default 30) is how long a worker may still accept a revoked key."""
-    import app.keys as keys_module
+    import app.access.keys as keys_module
 
     clock = types.SimpleNamespace(now=1000.0)
     monkeypatch.setattr(keys_module, "time", types.SimpleNamespace(monotonic=lambda: clock.now))

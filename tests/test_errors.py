@@ -4,7 +4,7 @@ from flask import Blueprint, request
 from marshmallow import Schema, fields, validate
 from playhouse.pool import MaxConnectionsExceeded
 
-from app.errors import MESSAGES
+from app.web.errors import MESSAGES
 from models import IngestTally, database
 from models.ingest_tally import REJECTED_429
 from tests.conftest import free_port

@@ -1,5 +1,5 @@
-"""app.fields.StrictInteger: every number JSON Schema calls an integer, as the integer it is, and
-nothing else; and the compiled fast path (app.validation.FastLoader) agrees with it."""
+"""app.web.schema.StrictInteger: every number JSON Schema calls an integer, as the integer it is,
+and nothing else; and the compiled fast path (app.web.schema.FastLoader) agrees with it."""
 from decimal import Decimal
 from typing import Any
 
@@ -7,8 +7,7 @@ import orjson
 import pytest
 from marshmallow import Schema, ValidationError, validate
 
-from app.fields import StrictInteger
-from app.validation import FastLoader
+from app.web.schema import FastLoader, StrictInteger
 
 INT64_MAX = 2**63 - 1
 NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."

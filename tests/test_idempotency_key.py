@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.idempotency import answer_once
+from app.ingest.idempotency import answer_once
 from app.retention import prune
 from models import CrawlHit, Event, IdempotencyKey, ServerEvent, database
 from models.site import utcnow

@@ -8,7 +8,7 @@ import pytest
 from peewee import ModelIndex
 
 from app.cli.db import MIGRATIONS_DIR
-from app.db import is_postgres, release_connections
+from app.storage.db import is_postgres, release_connections
 from models import ALL_MODELS, Event, ServerEvent, database
 from tests.conftest import BACKEND, PG_ADMIN_URL, _admin
 

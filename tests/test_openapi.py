@@ -6,8 +6,8 @@ import pytest
 from flask import Blueprint
 from marshmallow import Schema, fields
 
-from app.auth import require_key
-from app.openapi import documented
+from app.access.auth import require_key
+from app.web.openapi import documented
 from models.api_key import SERVER
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from app.errors import MESSAGES
+from app.web.errors import MESSAGES
 from tests.conftest import BACKEND, free_port
 
 READYZ_DOWN = "The database is unavailable."

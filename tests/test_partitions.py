@@ -1,4 +1,4 @@
-"""Monthly partitions of the event table on PostgreSQL (app/partitions.py, migration 0004):
+"""Monthly partitions of the event table on PostgreSQL (app/storage/partitions.py, migration 0004):
 no insert ever fails for want of a partition, months are created ahead and dropped whole by
 retention, analytics queries read only their period's partitions, and a batch is still stored
 exactly once. SQLite keeps one table."""
@@ -12,12 +12,12 @@ import pytest
 from peewee import OperationalError, fn
 from playhouse.migrations import Runner
 
-from app import partitions
 from app.analytics.revenue import ATTRIBUTION_LOOKBACK_DAYS
 from app.cli.db import MIGRATIONS_DIR
-from app.db import release_connections
-from app.partitions import Month, month_start
 from app.retention import prune
+from app.storage import partitions
+from app.storage.db import release_connections
+from app.storage.partitions import Month, month_start
 from models import Event, database
 from models.site import utcnow
 from tests.conftest import BACKEND, PG_ADMIN_URL, _admin

@@ -1,13 +1,12 @@
-"""app.privacy: money stripping, e-mail and card detection, ids that may hold an e-mail address,
-form_submit field filtering."""
+"""app.ingest.privacy: money stripping, e-mail and card detection, ids that may hold an e-mail
+address, form_submit field filtering."""
 
 import copy
 
 import orjson
 import pytest
 
-from app.fields import MAX_PROPERTIES_BYTES
-from app.privacy import (
+from app.ingest.privacy import (
     MONEY_KEYS,
     filter_form_fields,
     is_sensitive_field_name,
@@ -18,6 +17,7 @@ from app.privacy import (
     sanitize_form_submit,
     strip_money,
 )
+from app.web.schema import MAX_PROPERTIES_BYTES
 
 # --- strip_money ------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from app import keys
-from app.limits import StoreHealth, store_health
+from app.access import keys
+from app.web.limits import StoreHealth, store_health
 from models.api_key import WRITE
 from models.instance_secret import InstanceSecret
 from tests.conftest import REDIS_URL, free_port
@@ -411,7 +411,7 @@ def test_a_store_outage_is_logged_once_and_retried_after_a_pause(make_app, std_s
     client = app.test_client()
     assert events(client, std_site).status_code == 200
     own_redis.stop()
-    with caplog.at_level(logging.WARNING, logger="app.limits"):
+    with caplog.at_level(logging.WARNING, logger="app.web.limits"):
         for _ in range(5):
             assert events(client, std_site).status_code == 200
     outages = [r for r in caplog.records if "rate limit store unavailable" in r.getMessage()]

@@ -7,7 +7,7 @@ import re
 import pytest
 from flask import Blueprint
 
-from app.request_log import JsonFormatter
+from app.runtime.request_log import JsonFormatter
 from tests.tracking.helpers import batch
 
 HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -97,7 +97,7 @@ def test_other_records_are_json_too_with_the_traceback(make_app, caplog):
     with caplog.at_level(logging.INFO, logger="app"):
         response = app.test_client().get("/_probe/boom")
     assert response.status_code == 500
-    [error] = [r for r in caplog.records if r.name == "app.errors"]
+    [error] = [r for r in caplog.records if r.name == "app.web.errors"]
     line = json.loads(JsonFormatter().format(error))
     assert line["level"] == "error" and line["msg"] == "unhandled error"
     assert "RuntimeError: boom" in line["exc"]

@@ -1,4 +1,4 @@
-"""app.sql's read transaction tells a statement the database refuses for its shape
+"""app.storage.dialect's read transaction tells a statement the database refuses for its shape
 (QueryShapeError) from a database that fails (its OperationalError, a 503 at the endpoint),
 and renders long lists of conditions as trees both databases accept."""
 from datetime import datetime
@@ -7,7 +7,7 @@ import pytest
 from peewee import InterfaceError, OperationalError
 
 from app.rollups import merging
-from app.sql import QueryShapeError, all_of, any_of, read_transaction
+from app.storage.dialect import QueryShapeError, all_of, any_of, read_transaction
 from models import Event, database
 from tests.conftest import BACKEND
 from tests.helpers import db

@@ -1,5 +1,5 @@
 """What was not stored is counted in each worker's memory and written every TALLY_FLUSH_SECONDS
-(app.tally): nothing lost when the database is away for a while, nor when a worker stops."""
+(app.runtime.tally): nothing lost when the database is away for a while, nor when a worker stops."""
 import logging
 import time
 from datetime import date
@@ -7,8 +7,8 @@ from datetime import date
 import pytest
 from flask import Flask
 
-from app import tally
-from app.db import make_database
+from app.runtime import tally
+from app.storage.db import make_database
 from models import database
 from tests.conftest import free_port, stop_server
 from tests.helpers import db
@@ -55,7 +55,7 @@ def test_counts_that_could_not_be_written_are_kept_for_the_next_write(
     app = make_app(TALLY_FLUSH_SECONDS=3600)
     count(app, std_site.site.id, "bot", 2)
     make_app(DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere")
-    with caplog.at_level(logging.WARNING, logger="app.tally"):
+    with caplog.at_level(logging.WARNING, logger="app.runtime.tally"):
         app.extensions["egis_tally"].flush()
     assert "could not write 1 tallies, kept for the next try: OperationalError" in caplog.text
     count(app, std_site.site.id, "bot")  # the database still away
@@ -68,7 +68,7 @@ def test_counts_that_could_not_be_written_are_kept_for_the_next_write(
 def test_the_timer_tries_again_until_the_database_is_back(make_app, migrated, std_site, caplog):
     app = make_app(TALLY_FLUSH_SECONDS=0.05)
     make_app(DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere")
-    with caplog.at_level(logging.WARNING, logger="app.tally"):
+    with caplog.at_level(logging.WARNING, logger="app.runtime.tally"):
         count(app, std_site.site.id, "rejected_413", 2)
         deadline = time.monotonic() + 15
         while "could not write" not in caplog.text and time.monotonic() < deadline:

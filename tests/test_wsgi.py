@@ -21,7 +21,7 @@ from peewee import SqliteDatabase
 from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
-from app.db import make_database
+from app.storage.db import make_database
 from tests.conftest import (
     BACKEND,
     PG_ADMIN_URL,

@@ -20,9 +20,9 @@ from app.analytics import base, describe, funnel, query
 from app.analytics.base import ArgumentError, closest
 from app.analytics.filters import parse_filters
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
-from app.fields import whole_number
 from app.rollups import reads
-from app.sql import QueryShapeError, QueryTimeoutError
+from app.storage.dialect import QueryShapeError, QueryTimeoutError
+from app.web.schema import whole_number
 from models import Site
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from marshmallow import Schema, fields, validate
 
 from app.analytics import performance
 from app.crawlers.user_agents import BOT_CATEGORIES
-from app.fields import StrictInteger
+from app.web.schema import StrictInteger
 
 # --- Arguments ---------------------------------------------------------------------------
 

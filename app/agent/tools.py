@@ -39,9 +39,9 @@ from app.agent.text import (
     render_vitals,
 )
 from app.analytics import base, crawlers, ingest_health, overview, performance, revenue
-from app.errors import format_validation_messages
-from app.openapi import API_VERSION
-from app.validation import json_schema_of
+from app.web.errors import format_validation_messages
+from app.web.openapi import API_VERSION
+from app.web.schema import json_schema_of
 from models import Site
 
 Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]

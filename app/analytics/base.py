@@ -21,7 +21,7 @@ from peewee import (
 )
 
 from app.rollups.mark import counting_merged
-from app.sql import bytewise, export_snapshot, read_transaction, reads_in_parallel
+from app.storage.dialect import bytewise, export_snapshot, read_transaction, reads_in_parallel
 from models import Event, database
 
 MAX_DAYS = 366  # the longest period a tool accepts
@@ -186,12 +186,13 @@ def memoized(key: Hashable, compute: Callable[[], Any]) -> Any:
 @contextmanager
 def reading(timeout_seconds: float | None = None, memo: dict[Hashable, Any] | None = None,
             snapshot: str | None = None) -> Iterator[None]:
-    """One read-only transaction per tool call (app.sql.read_transaction, with its time limit),
-    so its statements see one snapshot (`snapshot`, another transaction's, exported, for
+    """One read-only transaction per tool call (app.storage.dialect.read_transaction, with its time
+    limit), so its statements see one snapshot (`snapshot`, another transaction's, exported, for
     `concurrently`), in which the event scans stop at the rollups' mark
     (app.rollups.mark.counting_merged): every figure of one answer counts the same events. A
-    statement stopped by the limit raises app.sql.QueryTimeoutError. What `memoized` computes
-    lives as long as the transaction, or as the call's whose `memo` a concurrent read shares."""
+    statement stopped by the limit raises app.storage.dialect.QueryTimeoutError. What `memoized`
+    computes lives as long as the transaction, or as the call's whose `memo` a concurrent read
+    shares."""
     memo_token, limit_token = (_call_memo.set({} if memo is None else memo),
                                _call_timeout.set(timeout_seconds))
     try:
@@ -209,7 +210,7 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     comparison period read beside the queried one halves what the agent waits on the 2-core
     machine (bench/README.md). At most one level: a call made this way runs its own
     `concurrently` in turn, so a request holds at most two connections of the pool, and a
-    worker's 4 threads (deploy/) at most the pool's 8 (app.db). SQLite (one writer, small
+    worker's 4 threads (deploy/) at most the pool's 8 (app.storage.db). SQLite (one writer, small
     data) and calls outside `reading` run in turn. An error in any call is raised here."""
     if len(calls) < 2 or not can_run_concurrently():
         return [call() for call in calls]

@@ -7,7 +7,7 @@ from peewee import (
 )
 
 from app.analytics.base import Period, fetch, timestamp, when
-from app.sql import bytewise
+from app.storage.dialect import bytewise
 from models import CrawlHit
 
 UNKNOWN_CRAWLER = "(unknown)"

@@ -26,7 +26,7 @@ from app.analytics.base import (
     timestamp,
 )
 from app.analytics.period_rows import type_sums
-from app.sql import in_partial_indexes, object_keys, text_size, wide
+from app.storage.dialect import in_partial_indexes, object_keys, text_size, wide
 from models import Event, Site
 
 NAMED_TYPES = {"goal": "goals", "custom": "custom_events"}
@@ -61,7 +61,7 @@ def _carriers(site: Site, period: Period) -> Select:
 
     On PostgreSQL, those whose properties are SHORT_PROPERTIES bytes or less as text come from
     event_named_properties (0013) without reading the table, the longer ones (normally none)
-    from event_named_long_properties and the table (app.sql.in_partial_indexes). The two
+    from event_named_long_properties and the table (app.storage.dialect.in_partial_indexes). The two
     conditions are spelled as the indexes' are, or the planner would not use them: their
     properties read from the table took 540-750 ms at 10 million events (30 days: 64,000
     events), the key count from the index 45-65 ms."""

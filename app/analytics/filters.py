@@ -8,13 +8,13 @@ from the vocabulary; values are always bound parameters, never SQL text.
 anchored regular expression in the common subset of Python's `re` and PostgreSQL's ARE
 (literals escaped, `[^/]*`, `.*`, a leading `(?i)`): PostgreSQL applies it with `~`, SQLite (no
 REGEXP of its own) with a Python function registered on its connections
-(app.sql.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a second
-condition per `*`.
+(app.storage.dialect.sqlite_regexp). LIKE was the alternative, but it cannot say "no `/`" without a
+second condition per `*`.
 
 Bounds: at most MAX_CONDITIONS conditions (leaves) and MAX_VALUES values in all per `filters`
 argument, nested at most MAX_DEPTH levels; every list of conditions and of values is rendered as
-a balanced tree (app.sql.any_of, all_of), so 100 or-ed conditions are one statement on SQLite
-too, whose parser overflows on a chain of nested ones.
+a balanced tree (app.storage.dialect.any_of, all_of), so 100 or-ed conditions are one statement on
+SQLite too, whose parser overflows on a chain of nested ones.
 """
 import re
 from collections.abc import Callable
@@ -25,7 +25,7 @@ from peewee import Case, Expression, fn
 
 from app.analytics.base import ArgumentError, unknown
 from app.analytics.vocabulary import Dimension, Row, dimension
-from app.sql import all_of, any_of, position, starts_with
+from app.storage.dialect import all_of, any_of, position, starts_with
 
 OPS = ("is", "is_not", "contains", "contains_not", "matches", "matches_not")
 LOGIC = ("and", "or", "not")
@@ -189,7 +189,8 @@ def pattern_condition(column: Any, pattern: str, case_sensitive: bool = True) ->
 
 
 def regexp(column: Any, regex: str, case_sensitive: bool = True) -> Expression:
-    """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (app.sql registers it)."""
+    """`column` matches `regex`: PostgreSQL's `~`, SQLite's REGEXP (app.storage.dialect registers
+    it)."""
     return column.regexp(regex if case_sensitive else "(?i)" + regex)
 
 

@@ -49,7 +49,7 @@ from app.analytics.base import (
 )
 from app.analytics.filters import Filters, pattern_condition
 from app.analytics.query import matching_sessions
-from app.sql import hours_after, wide
+from app.storage.dialect import hours_after, wide
 from models import Event, Site
 
 STEP_KINDS = ("page", "goal", "event")

@@ -21,7 +21,7 @@ INGEST_COUNTS = ("events_stored", "server_events_stored", "crawl_hits_stored", "
                  "duplicate_batches", "duplicate_orders", "duplicate_idempotency_keys",
                  "bot_filtered", "rejected_total")
 # Each tally reason's column; the duplicates are /metrics' egis_duplicates_total{kind} (batch,
-# order, idempotency_key), counted by the same call (app.tally.add).
+# order, idempotency_key), counted by the same call (app.runtime.tally.add).
 _TALLY_COLUMNS = {SAMPLED: "sampled_away", DUPLICATE: "duplicate_batches",
                   DUPLICATE_ORDER: "duplicate_orders",
                   DUPLICATE_IDEMPOTENCY_KEY: "duplicate_idempotency_keys", BOT: "bot_filtered"}

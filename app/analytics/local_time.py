@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 from peewee import Case, ColumnBase
 
 from app.analytics.base import Period
-from app.sql import BUCKET_FORMATS, local_bucket
+from app.storage.dialect import BUCKET_FORMATS, local_bucket
 
 
 def offset_changes(zone: ZoneInfo, start: datetime, end: datetime) -> list[tuple[datetime, int]]:
@@ -49,7 +49,7 @@ def utc_offset(column: Any, period: Period) -> Any:
 
 def time_bucket(unit: str, column: Any, period: Period) -> ColumnBase:
     """The local hour, day, week (its Monday) or month of a naive UTC `column`: the instant
-    moved by its UTC offset (utc_offset), then truncated (app.sql.local_bucket)."""
+    moved by its UTC offset (utc_offset), then truncated (app.storage.dialect.local_bucket)."""
     return local_bucket(unit, column, 0 if period.timezone == "UTC"
                         else utc_offset(column, period))
 

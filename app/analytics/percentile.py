@@ -3,9 +3,9 @@ ascending values.
 
 PostgreSQL has it as an ordered-set aggregate. SQLite has no ordered-set aggregates: there an
 aggregate of egis's own (`SqliteP75`, registered on the connection when a query uses it:
-app.sql.percentile_cont) does PostgreSQL's arithmetic in Python, so the query is the same on
-both. It replaced a ranking of every sample with ROW_NUMBER and COUNT windows: get_web_vitals
-on SQLite at 1 M events (29,400 performance events in 30 days) went from 1.6-1.8 s to
+app.storage.dialect.percentile_cont) does PostgreSQL's arithmetic in Python, so the query is the
+same on both. It replaced a ranking of every sample with ROW_NUMBER and COUNT windows:
+get_web_vitals on SQLite at 1 M events (29,400 performance events in 30 days) went from 1.6-1.8 s to
 0.40-0.45 s.
 """
 import math
@@ -13,7 +13,7 @@ from typing import Any
 
 from peewee import ColumnBase
 
-from app import sql
+from app.storage import dialect
 
 P75 = 0.75
 SQLITE_AGGREGATE = "egis_p75"
@@ -50,4 +50,4 @@ def percentile_cont(value: Any, where: Any) -> ColumnBase:
     """p75 of `value` over the group's rows that match `where`."""
     # NULLs are ignored anyway; the filter spares the aggregate a call for each row without a
     # value, which is most rows when one event carries one metric of five.
-    return sql.percentile_cont(P75, value, where, (SQLITE_AGGREGATE, SqliteP75))
+    return dialect.percentile_cont(P75, value, where, (SQLITE_AGGREGATE, SqliteP75))

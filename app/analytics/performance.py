@@ -23,7 +23,14 @@ from app.analytics.base import (
     top_keys,
     when,
 )
-from app.sql import bytewise, in_partial_indexes, json_number, json_text, text_size, url_path
+from app.storage.dialect import (
+    bytewise,
+    in_partial_indexes,
+    json_number,
+    json_text,
+    text_size,
+    url_path,
+)
 from models import Event
 
 VITALS = ("lcp", "inp", "cls", "fcp", "ttfb")
@@ -51,9 +58,9 @@ def _vital_events(site_id: int, period: Period) -> Any:
     site's p75s, the top pages'), so PostgreSQL materializes it once.
 
     PostgreSQL reads it from migration 0012's partial indexes, apart
-    (app.sql.in_partial_indexes): the events whose index entry fits (`_index_entry_sizes`)
-    from event_vitals, which also holds each metric's value, so neither the table nor the JSON
-    is read (at 10 M events, 291,000 performance events in 30
+    (app.storage.dialect.in_partial_indexes): the events whose index entry fits
+    (`_index_entry_sizes`) from event_vitals, which also holds each metric's value, so neither the
+    table nor the JSON is read (at 10 M events, 291,000 performance events in 30
     days: 0.14-0.23 s instead of 1.5-1.9 s); the others from event_long_vitals and the table. The
     conditions and `json_number` are spelled as in the indexes: the planner matches them as
     written (tests/analytics/test_web_vitals_edges.py checks the plan)."""

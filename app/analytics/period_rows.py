@@ -22,7 +22,7 @@ from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized,
 from app.analytics.local_time import offset_changes
 from app.analytics.vocabulary import visit_figures
 from app.rollups import event_slots, visit_pages, visits
-from app.sql import wide
+from app.storage.dialect import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
 FIGURES = ("occurred_at", "views", "bounced", "duration")  # what a visits CTE may compute

@@ -1,8 +1,8 @@
 """The read model's definitions, each written once: every metric and dimension of the agent's
 vocabulary with its one-line definition and its SQL (on PostgreSQL and SQLite alike, through
-app.sql). The `query` compiler, `get_overview`, `get_revenue`, describe_data's vocabulary, the
-tool descriptions and docs/AGENTS.md's definitions table (tests/analytics/test_vocabulary.py
-holds it to `definitions_table()`) all read them from here.
+app.storage.dialect). The `query` compiler, `get_overview`, `get_revenue`, describe_data's
+vocabulary, the tool descriptions and docs/AGENTS.md's definitions table
+(tests/analytics/test_vocabulary.py holds it to `definitions_table()`) all read them from here.
 
 A dimension's SQL is a function of `Row`, the columns it reads from: `event` (the Event model,
 the selected event) and `visit` (the visits CTE's columns: the visit's first page view). The
@@ -23,7 +23,7 @@ from peewee import Case, ColumnBase
 
 from app.analytics.base import ArgumentError, Period, percent, unknown
 from app.analytics.local_time import time_bucket
-from app.sql import json_text, seconds_between
+from app.storage.dialect import json_text, seconds_between
 from models.visit import INTERACTIONS
 
 PROPS = "event:props:"

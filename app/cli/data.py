@@ -3,10 +3,10 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app import partitions
 from app.cli.common import connected, fail
 from app.cli.sites import site_or_fail
 from app.retention import erase, prune
+from app.storage import partitions
 
 data_cli = AppGroup("data", help="Stored data: retention and erasure.")
 

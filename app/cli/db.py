@@ -1,6 +1,6 @@
 """`flask db upgrade`, `flask db partitions`: the schema (app/migrations), the upgrade tasks a
 migration leaves to the live code (models.UpgradeTask), the event table's monthly partitions
-(app/partitions.py), and the rollups of the events stored (app.rollups)."""
+(app/storage/partitions.py), and the rollups of the events stored (app.rollups)."""
 import os
 from collections.abc import Callable
 
@@ -8,10 +8,10 @@ import click
 from flask.cli import AppGroup
 from playhouse.migrations import Runner
 
-from app import partitions
 from app.cli.common import connected
-from app.db import is_postgres
 from app.rollups.merging import merge
+from app.storage import partitions
+from app.storage.db import is_postgres
 from app.tracking.backfill import fill_derived_columns
 from models import UpgradeTask, database
 

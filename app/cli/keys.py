@@ -3,7 +3,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app import keys
+from app.access import keys
 from app.cli.common import connected, fail
 from app.cli.sites import site_or_fail
 from models import ApiKey

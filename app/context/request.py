@@ -1,7 +1,7 @@
 """The visit context of the request being served: what a browser request's headers and its
 batch's fingerprint say, derived once per request and stored with each of its events.
 
-A backend's request (no Origin: g.browser is False, app.cors) gets none: its address and
+A backend's request (no Origin: g.browser is False, app.web.cors) gets none: its address and
 User-Agent are the backend's, not a visitor's. The client address is request.remote_addr,
 which ProxyFix has already taken from X-Forwarded-For when EGIS_TRUSTED_PROXIES says so.
 """

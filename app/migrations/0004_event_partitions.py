@@ -1,7 +1,7 @@
 """PostgreSQL: the event table partitioned by month of `occurred_at` (SQLite keeps one table).
 
 The rows already stored move into the new table's DEFAULT partition; `upgrade_schema` then
-gives every recent month its own partition (app/partitions.py), moving those rows out of it.
+gives every recent month its own partition (app/storage/partitions.py), moving those rows out of it.
 A unique constraint of a partitioned table must hold the partition key: the primary key becomes
 (id, occurred_at, site_id), with the site id too, as distributing the table by site (Citus,
 deploy/SCALING.md) will require; ids still come from the one sequence, so each stays unique. The table is

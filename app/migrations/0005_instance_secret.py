@@ -1,4 +1,4 @@
-"""Random secrets of the installation, shared by every host (app.limits keys a client's
+"""Random secrets of the installation, shared by every host (app.web.limits keys a client's
 counters in Redis by a keyed hash of its address)."""
 from peewee import CharField, Model
 

@@ -1,6 +1,6 @@
 """The `Idempotency-Key` header's memory (models.idempotency_key): one row per key a site
 used, unique per (site, endpoint, key), so that the insert itself decides which of two racing copies
-stores (app.idempotency)."""
+stores (app.ingest.idempotency)."""
 from peewee import (
     BigAutoField,
     CharField,

@@ -9,7 +9,7 @@ from the index: 0.14-0.23 s, and the tool 0.9-1.0 s, the p75 sorts being most of
 (app/analytics/performance.py).
 
 - event_vitals: performance events by site and time, with each metric's value (the expression
-  `json_number` writes in the query, app/sql.py: the planner takes a value from the index only
+  `json_number` writes in the query, app/storage/dialect.py: the planner takes a value from the index only
   when the query spells it alike) and the URL and weight the tool reads. The properties are
   there too, though never read from it: PostgreSQL uses an index-only scan only when every
   column the query names is in the index. A B-tree entry holds at most 2,704 bytes, so only

@@ -6,7 +6,7 @@ from peewee import Database, Field, PostgresqlDatabase
 
 
 class JSONField(Field):
-    """A JSON document's column: JSONB on PostgreSQL, TEXT on SQLite (app.db maps the type)."""
+    """A JSON document's column: JSONB on PostgreSQL, TEXT on SQLite (app.storage.db maps the type)."""
 
     field_type = "JSON"
 

@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from app.keys import hash_key
+from app.access.keys import hash_key
 from models import ConnectCode, Site
 from models.site import utcnow
 

@@ -23,11 +23,11 @@ from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Response, current_app, request
 from itsdangerous import BadData, URLSafeSerializer
 
-from app.errors import ApiError
-from app.limits import CONNECT_CODE, count_against, refuse_if_spent
 from app.oauth import clients, connect_codes, documents, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
 from app.oauth.server import SERVER, TemporarilyUnavailableError
+from app.web.errors import ApiError
+from app.web.limits import CONNECT_CODE, count_against, refuse_if_spent
 from models import InstanceSecret
 from models.oauth_client import DOCUMENT
 from models.site import utcnow

@@ -42,9 +42,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from app.errors import ApiError
 from app.oauth import fetches, metadata
 from app.oauth.addresses import MalformedHostError, is_global, parse_host
+from app.web.errors import ApiError
 
 log = logging.getLogger(__name__)
 

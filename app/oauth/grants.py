@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 
-from app.keys import hash_key
+from app.access.keys import hash_key
 from models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken, Site
 from models.site import utcnow
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from app.errors import ApiError
-from app.fields import Text
 from app.oauth import redirects
 from app.oauth.public import SCOPE
+from app.web.errors import ApiError
+from app.web.schema import Text
 
 GRANT_TYPES = ["authorization_code", "refresh_token"]
 INVALID_REDIRECT_URI = "invalid_redirect_uri"
@@ -75,7 +75,7 @@ class ClientMetadataSchema(Schema):
         "description": "Public clients only: none (the default here)."})
     grant_types = fields.List(fields.String(validate=validate.OneOf(GRANT_TYPES)))
     response_types = fields.List(fields.String(validate=validate.OneOf(["code"])))
-    # A String, not app.fields' Text: the pattern refuses NUL (Text's one rule) with the rest.
+    # A String, not app.web.schema' Text: the pattern refuses NUL (Text's one rule) with the rest.
     client_name = fields.String(validate=[validate.Length(max=MAX_NAME), _visible_name], metadata={
         "description": f"Shown on the consent page: at most {MAX_NAME} characters, {NAME_RULE}.",
         "pattern": NAME_PATTERN})

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from flask import current_app, request
 
-from app.errors import ApiError
+from app.web.errors import ApiError
 
 SCOPE = "stats:read"
 SCOPE_MEANING = "read this site's analytics; it cannot send or change data"

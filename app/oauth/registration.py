@@ -6,7 +6,7 @@ redirect URIs of at most 1,000 characters, a name of at most 200 characters; not
 is kept but the fixed grant types and scope): about 10 KB at most. How many there are, by two
 caps, past which registration is a 429 with Retry-After and an error_description saying when:
 - per client address, EGIS_RATE_LIMIT_OAUTH_REGISTER (20 an hour), counted in the rate limit
-  store like every per-address limit (app.limits: per worker with memory://, shared with Redis);
+  store like every per-address limit (app.web.limits: per worker with memory://, shared with Redis);
 - in all, EGIS_OAUTH_REGISTRATIONS_PER_DAY (1,000) in any 24 hours, counted in the database:
   the one place every worker and host shares whatever the limit store is (with memory:// a cap
   there would be one per worker). The count and the insert run under one lock (an advisory
@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 from flask import current_app
 
-from app.db import is_postgres
-from app.errors import ApiError
-from app.limits import OAUTH_REGISTER, count_against
 from app.oauth import metadata
+from app.storage.db import is_postgres
+from app.web.errors import ApiError
+from app.web.limits import OAUTH_REGISTER, count_against
 from models import OAuthClient, database
 from models.oauth_client import REGISTERED
 from models.site import utcnow

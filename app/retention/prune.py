@@ -16,12 +16,13 @@ from datetime import date, datetime, timedelta
 
 from peewee import Expression, Model
 
-from app import idempotency, partitions
+from app.ingest import idempotency
 from app.oauth import expiry
-from app.partitions import month_start
 from app.retention.deletes import DELETE_BATCH_ROWS, delete_where
 from app.rollups import visits
 from app.rollups.merging import deleting_events, merge, merged
+from app.storage import partitions
+from app.storage.partitions import month_start
 from models import (
     Batch,
     CrawlHit,
@@ -45,7 +46,7 @@ class PruneCutoffs:
     data_before: datetime  # a month's first instant: whole months go
     batch_ids_before: datetime
     salt_days_before: date  # storage-free salts and visits: gone SALT_LIFETIME after their day
-    # Idempotency-Key headers are remembered for a fixed week (app.idempotency.KEY_DAYS).
+    # Idempotency-Key headers are remembered for a fixed week (app.ingest.idempotency.KEY_DAYS).
     idempotency_keys_before: datetime | None = None
     # The OAuth rows expired as of this moment go (app.oauth.expiry has the rules).
     oauth_as_of: datetime | None = None

@@ -15,10 +15,10 @@ from typing import Any
 
 from peewee import IntegrityError
 
-from app import metrics, tally
-from app.db import is_postgres
-from app.privacy import strip_money
+from app.ingest.privacy import strip_money
 from app.revenue.money import MoneyError, normalize_currency, to_minor_units
+from app.runtime import metrics, tally
+from app.storage.db import is_postgres
 from models import ServerEvent, Site, database
 from models.ingest_tally import DUPLICATE_ORDER
 from models.site import utcnow

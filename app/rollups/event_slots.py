@@ -11,9 +11,9 @@ from typing import Any
 
 from peewee import SQL, Select, fn
 
-from app.db import is_postgres
 from app.rollups import upserts
-from app.sql import wide
+from app.storage.db import is_postgres
+from app.storage.dialect import wide
 from models import Event, EventSlot, database
 
 SLOT = timedelta(minutes=15)

@@ -26,7 +26,7 @@ from time import monotonic, sleep
 
 from peewee import fn
 
-from app.db import is_postgres
+from app.storage.db import is_postgres
 from models import Event, RollupMark, database
 from models.event import readable_through
 

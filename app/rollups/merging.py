@@ -28,15 +28,15 @@ from typing import Any
 
 from peewee import SQL, OperationalError, Select
 
-from app.db import SQLITE_BUSY_MILLISECONDS, is_postgres
 from app.rollups import event_slots, visit_pages, visits
 from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark, whole_through
+from app.storage.db import SQLITE_BUSY_MILLISECONDS, is_postgres
 from models import Event, database
 
 MERGE_LOCK_ID = 0x6567_6973_6D67  # "egismg": one merge at a time on a PostgreSQL server
 _AFTER, _THROUGH = -(2**62) - 1, -(2**62) - 2  # stand-ins for a merge's id range
 # Event ids per merge transaction: a backlog (timers that failed for a while) is merged in
-# steps, each well within the pool's statement_timeout (app.db).
+# steps, each well within the pool's statement_timeout (app.storage.db).
 MERGE_IDS = 200_000
 DEFAULT_WAIT_SECONDS = 2.0  # EGIS_ROLLUP_WAIT_SECONDS's default (app.config)
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_not_available: lock_timeout ran out
@@ -99,7 +99,7 @@ def _final_id(deadline: float) -> int | None:
 @contextmanager
 def _sqlite_write_lock(deadline: float | None) -> Iterator[bool]:
     """An IMMEDIATE transaction for the block (True), or False when another writer held the
-    lock past `deadline` (None: app.db's busy timeout)."""
+    lock past `deadline` (None: app.storage.db's busy timeout)."""
     with ExitStack() as transaction:
         if deadline is not None:
             waited = max(0, int((deadline - monotonic()) * 1000))

@@ -6,7 +6,7 @@ call, all figures from the same events, never held up by another session.
    carries a warning (STALE) rather than wait: an idle transaction elsewhere must not stall
    every answer.
 2. Read on the read replica once it has replayed past that merge, else on the primary
-   (app.rollups.replica).
+   (app.storage.replica).
 3. The read itself is one transaction, one snapshot (app.analytics.base.reading), whose event
    scans stop at the mark it reads in that snapshot (app.rollups.mark.counting_merged): events
    committed after the merge count in no figure, not in page views while missing in visits.
@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from flask import current_app
 
-from app.metrics import ROLLUP_WAIT_TIMEOUTS
-from app.rollups import replica
 from app.rollups.merging import merge
+from app.runtime.metrics import ROLLUP_WAIT_TIMEOUTS
+from app.storage import replica
 
 T = TypeVar("T")
 

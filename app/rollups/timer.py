@@ -1,5 +1,5 @@
 """When a worker merges (app.rollups.merging): EGIS_ROLLUP_MERGE_SECONDS after it stored
-events (a daemon timer, like app.tally's buffer; 0: in the request). Every read of the agent
+events (a daemon timer, like app.runtime.tally's buffer; 0: in the request). Every read of the agent
 surface merges first as well (app.rollups.reads)."""
 import logging
 import threading
@@ -7,15 +7,15 @@ import threading
 from flask import Flask, current_app
 from peewee import PeeweeException
 
-from app import background
 from app.rollups.merging import merge
+from app.runtime import background
 
 log = logging.getLogger(__name__)
 
 
 class MergeTimer:
     """Merges `interval` seconds after a worker stored events; one per process. No thread runs
-    while nothing is stored. Unlike app.tally's counts nothing is lost when a worker stops
+    while nothing is stored. Unlike app.runtime.tally's counts nothing is lost when a worker stops
     before its timer: the events are stored, and the next merge or read takes them. A merge
     that found another one running (which may take its events), or whose inserts in flight
     outlasted `wait_seconds`, is tried again an interval later."""

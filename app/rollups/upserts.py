@@ -11,7 +11,7 @@ from typing import Any
 
 from peewee import Model, Select
 
-from app.db import is_postgres
+from app.storage.db import is_postgres
 
 
 def summed(table: str, column: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from peewee import SQL, Case, Select, fn
 
 from app.rollups import upserts
-from app.sql import wide
+from app.storage.dialect import wide
 from models import Event
 from models.visit_page import NO_PAGE
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from peewee import SQL, Case, Select, fn
 
-from app.db import is_postgres
 from app.rollups import upserts, visit_pages
-from app.sql import wide
+from app.storage.db import is_postgres
+from app.storage.dialect import wide
 from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 

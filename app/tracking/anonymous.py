@@ -24,8 +24,8 @@ from typing import Any
 from flask import current_app, request
 from peewee import EXCLUDED, Case, Value
 
-from app.limits import client_network
 from app.tracking import ingest
+from app.web.limits import client_network
 from models import VisitorSalt, VisitorState
 from models.site import utcnow
 
@@ -38,7 +38,7 @@ _SALTS = "egis_visitor_salts"
 
 def visitor_id(salt: bytes, site_id: int, network: str, user_agent: str) -> str:
     """The visitor's id for one day: keyed BLAKE2b (made for keyed hashing: no HMAC around it)
-    of the site, the client's network (app.limits.client_network: an IPv4 address, an IPv6 /64)
+    of the site, the client's network (app.web.limits.client_network: an IPv4 address, an IPv6 /64)
     and its User-Agent. The User-Agent comes last, so no value of it can pass for another split
     of the fields."""
     message = f"{site_id}\n{network}\n{user_agent}"

@@ -18,9 +18,9 @@ came through ingest since 0006 finds none and changes nothing.
 """
 from collections import defaultdict
 
-from app.db import is_postgres
 from app.rollups import visits
 from app.rollups.mark import mark
+from app.storage.db import is_postgres
 from app.tracking.ingest import page_columns
 from models import Event, Site, database
 

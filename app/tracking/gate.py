@@ -9,11 +9,11 @@ from typing import Any
 
 from flask import g, request
 
-from app import tally
-from app.auth import require_key
-from app.cors import check_origin
+from app.access.auth import require_key
 from app.crawlers import user_agents
-from app.limits import PER_IP, PER_KEY, limited
+from app.runtime import tally
+from app.web.cors import check_origin
+from app.web.limits import PER_IP, PER_KEY, limited
 from models.api_key import WRITE
 from models.ingest_tally import BOT
 

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import metrics, tally
 from app.context.acquisition import NOT_A_PAGE_VIEW, acquisition, page_location
 from app.context.request import NO_CONTEXT, RequestContext
-from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
-from app.privacy import sanitize_form_submit, strip_money
+from app.ingest.privacy import sanitize_form_submit, strip_money
 from app.rollups import timer as rollups
+from app.runtime import metrics, tally
 from app.tracking import quota, store
 from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
+from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow

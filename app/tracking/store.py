@@ -6,7 +6,7 @@ row, so a duplicate batch inserts nothing at all, atomically, even when two copi
 duplicate the same statement reads the stored copy's event count, which the answer repeats. The
 events travel as one JSON array parameter unpacked by jsonb_to_recordset: one round trip, no
 query per event, and almost no Python work per event; the statement is prepared once per
-connection (app.db.PreparedStatement). Peewee's query builder has no way to
+connection (app.storage.db.PreparedStatement). Peewee's query builder has no way to
 spell a column definition list (`AS e(type text, ...)`), hence the hand-written statement,
 kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
 in one transaction. The request's visit context (app.context.request: country, device, ...) is
@@ -23,7 +23,7 @@ import orjson
 from peewee import IntegrityError
 
 from app.context.request import NO_CONTEXT, RequestContext
-from app.db import PreparedStatement, is_postgres
+from app.storage.db import PreparedStatement, is_postgres
 from models import Batch, Event, Usage, database
 
 # Per-event columns; the batch-wide ones come from BatchRows.

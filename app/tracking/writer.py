@@ -7,7 +7,7 @@ every queued batch and stores them with one statement (store.store_group) on its
 connection, then hands each request its own outcome and wakes the others. A batch queued while
 a commit runs goes into the next one, so a group grows with the load and a lone request waits
 for nobody. Every request answers only after the commit that carried its batch: a failed commit
-raises its error in exactly those requests (503 through app.errors), and no others.
+raises its error in exactly those requests (503 through app.web.errors), and no others.
 
 There is no writer thread: the leader is one of the waiting request threads, so nothing has to
 be started after gunicorn forks, and a worker without traffic has nothing running.

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app import keys as api_keys
+from app.access import keys as api_keys
 from app.agent import capacity
 from app.agent.batch import RATE_LIMITED
 from app.agent.read_tools import BATCH_SPENT, TIMEOUT

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from app import keys
+from app.access import keys
 from models import IngestTally, database
 from models.api_key import SERVER
 

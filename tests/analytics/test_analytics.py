@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from app import keys
+from app.access import keys
 from app.revenue.money import to_major_units
 from app.rollups import merging as rollups
 from app.tracking.ingest import page_columns

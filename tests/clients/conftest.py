@@ -39,7 +39,8 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     """One server (2 workers) per test module, as tests/sdk has: a start costs ~1.5 s. Each test
     has a site and keys of its own (the tables are emptied after every test), and its clients
     are shut down before that; tallies are written and the rollups merged in the request
-    (app.tally, IN_REQUEST), so nothing a test sent is written after its tables were emptied."""
+    (app.runtime.tally, IN_REQUEST), so nothing a test sent is written after its tables were
+    emptied."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
                            env=IN_REQUEST)
     yield server

@@ -10,7 +10,7 @@ import orjson
 from playhouse.migrations import Runner
 
 from app.cli.db import MIGRATIONS_DIR
-from app.request_log import JsonFormatter
+from app.runtime.request_log import JsonFormatter
 from models import database
 from tests.conftest import BACKEND
 from tests.helpers import database_bytes

@@ -5,7 +5,7 @@ refresh issues a new one, so a grant in use never lapses). What is stored of the
 
 import pytest
 
-from app.keys import hash_key
+from app.access.keys import hash_key
 from models import OAuthCode, OAuthGrant, OAuthToken
 from tests.helpers import db
 from tests.oauth.conftest import Clock, connect_code, in_process

@@ -6,7 +6,7 @@ import sqlite3
 import httpx2
 import pytest
 
-from app.request_log import JsonFormatter
+from app.runtime.request_log import JsonFormatter
 from tests.conftest import BACKEND
 from tests.helpers import database_bytes
 from tests.oauth.conftest import connect_code

@@ -134,7 +134,7 @@ def migrated_site(url: str) -> SiteKeys:
     with its keys; the pool released after."""
     from app import create_app
     from app.cli import upgrade_schema
-    from app.db import release_connections
+    from app.storage.db import release_connections
 
     app = create_app({"DATABASE_URL": url})
     upgrade_schema()

@@ -9,7 +9,7 @@ from pathlib import Path
 from flask import Flask
 
 from app import create_app
-from app.db import release_connections
+from app.storage.db import release_connections
 from models import Batch, CrawlHit, Event, ServerEvent, Usage
 from tests.conftest import (
     LiveServer,

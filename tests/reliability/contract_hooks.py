@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 import schemathesis
 
-from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, epoch_ms_now
 from app.revenue.money import MAX_AMOUNT, active_currencies, currency_exponent
 from app.tracking.ingest import parse_client_timestamp
+from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, epoch_ms_now
 
 MCP_PATH = "/api/mcp"
 PAGE_PATHS = {"/oauth/authorize"}  # answers a person: HTML, its errors too

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg2
 import pytest
 
-from app.db import release_connections
+from app.storage.db import release_connections
 from tests.conftest import (
     BACKEND,
     LiveServer,
@@ -37,8 +37,8 @@ from tests.tracking.helpers import batch, unique
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND == "sqlite", reason="chaos is done to a PostgreSQL server; SQLite has none")]
 
-# No answer may take longer: statement_timeout is 15 s (app/db.py); gunicorn's worker timeout is
-# 30 s, granian has none.
+# No answer may take longer: statement_timeout is 15 s (app/storage/db.py); gunicorn's worker
+# timeout is 30 s, granian has none.
 REQUEST_BOUND_SECONDS = 20
 RECOVERY_BOUND_SECONDS = 30
 EVENT_CLIENTS, ORDER_CLIENTS = 6, 3

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, epoch_ms_now
 from app.revenue.money import active_currencies, currency_exponent
 from app.tracking.ingest import parse_client_timestamp
+from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, epoch_ms_now
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage
 from models.event import EVENT_TYPES
 from tests.helpers import db

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app import keys
+from app.access import keys
 from models import database
 from models.api_key import SERVER, WRITE
 from tests.conftest import ROOT, WSGI_SERVER

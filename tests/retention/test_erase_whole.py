@@ -149,7 +149,7 @@ def test_a_crash_of_postgresql_midway_erased_nothing_and_a_rerun_erases_all(
         process.kill()
         process.wait(timeout=30)
         cluster.start()  # recovery replays the WAL: the erasure never committed
-        from app.db import release_connections
+        from app.storage.db import release_connections
 
         release_connections()  # the pool's connections died with the server
         assert state(app) == before

@@ -5,9 +5,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.partitions import month_start
 from app.retention import prune
 from app.rollups import merging
+from app.storage.partitions import month_start
 from models import Batch, Event, IngestTally, Usage, Visit
 from models.site import utcnow
 from tests.retention.helpers import (

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app import keys
-from app.bodies import NUMBER_TOO_LARGE
-from app.fields import MAX_EPOCH_MS, TOO_LONG_AGO, epoch_ms_now
-from app.privacy import EMAIL_IN_ID
+from app.access import keys
+from app.ingest.privacy import EMAIL_IN_ID
 from app.tracking.quota import period_of
+from app.web.bodies import NUMBER_TOO_LARGE
+from app.web.schema import MAX_EPOCH_MS, TOO_LONG_AGO, epoch_ms_now
 from blueprints.server import AMOUNT_RANGE
 from models import Event, IngestTally, ServerEvent, Usage
 from models.site import utcnow

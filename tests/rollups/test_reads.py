@@ -25,10 +25,10 @@ from app import create_app
 from app.analytics import query
 from app.analytics.base import Period, reading
 from app.cli.db import upgrade_schema
-from app.db import make_database
 from app.rollups import merging
 from app.rollups.mark import mark
 from app.rollups.reads import STALE
+from app.storage.db import make_database
 from models import Event, Site, database
 from models.site import utcnow
 from tests.conftest import BACKEND, _admin, create_site, release_connections

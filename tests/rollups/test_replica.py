@@ -1,4 +1,4 @@
-"""Reads on a streaming replica (EGIS_READ_DATABASE_URL, app.rollups.replica), against a primary
+"""Reads on a streaming replica (EGIS_READ_DATABASE_URL, app.storage.replica), against a primary
 and a hot standby of the test's own (initdb, pg_basebackup -R, pg_ctl on free ports) behind a
 live server: a call counts every event stored before it (read your writes) and the standby
 served it (its pg_stat_statements counts the reads; egis_read_replica_reads_total); a standby
@@ -17,7 +17,7 @@ import orjson
 import psycopg2
 import pytest
 
-from app.db import release_connections
+from app.storage.db import release_connections
 from tests.conftest import BACKEND, LiveServer, SiteKeys, launch_server, stop_server
 from tests.reliability.cluster import Cluster, migrated_site
 from tests.rollups.helpers import live_json, live_tool, metric, visit_batch

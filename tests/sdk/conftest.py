@@ -114,7 +114,7 @@ def live_egis(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     """One server (2 workers) per test module. Each test has its own site and keys (the
     tables are emptied after every test) and its own proxy, so nothing crosses from one test to
     the next: a keepalive request still under way targets a proxy that is gone, and the tally
-    of what was not stored is written in the request, not a second later (app.tally), as is
+    of what was not stored is written in the request, not a second later (app.runtime.tally), as is
     the rollups' merge (IN_REQUEST)."""
     server = launch_server(migrated, tmp_path_factory.mktemp("egis"), workers=2,
                            env=IN_REQUEST)

@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 import orjson
 from flask import Flask
 
-from app.bodies import NUMBER_TOO_LARGE
-from app.fields import BEFORE_ITS_BATCH, MAX_EPOCH_MS, TOO_LONG_AGO
-from app.privacy import EMAIL_IN_ID
+from app.ingest.privacy import EMAIL_IN_ID
 from app.tracking import store
 from app.tracking.quota import period_of, shard
+from app.web.bodies import NUMBER_TOO_LARGE
+from app.web.schema import BEFORE_ITS_BATCH, MAX_EPOCH_MS, TOO_LONG_AGO
 from models import Batch, Event, IngestTally, Usage
 from models.site import utcnow
 from tests import helpers as shared
@@ -108,7 +108,7 @@ def tallies(app: Flask, site_id: int | None = None) -> dict[str, int]:
 def wait_for_tallies(app: Flask, expected: dict[str, int], site_id: int | None = None,
                      timeout: float = 15) -> dict[str, int]:
     """The tallies, once they are `expected` or `timeout` seconds have passed: a live server's
-    workers write theirs every TALLY_FLUSH_SECONDS (app.tally)."""
+    workers write theirs every TALLY_FLUSH_SECONDS (app.runtime.tally)."""
     deadline = time.monotonic() + timeout
     while (found := tallies(app, site_id)) != expected and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -5,7 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from app.fields import (
+from app.ingest.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN
+from app.web.schema import (
     BEFORE_ITS_BATCH,
     MAX_EPOCH_MS,
     MAX_EVENT_AGE_MS,
@@ -13,7 +14,6 @@ from app.fields import (
     MAX_PROPERTIES_BYTES,
     TOO_LONG_AGO,
 )
-from app.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN
 from models import Batch, Event, database
 from models.event import EVENT_TYPES
 from tests.conftest import BACKEND, ROOT

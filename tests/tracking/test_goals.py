@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, TOO_LONG_AGO
-from app.privacy import EMAIL_IN_ID
+from app.ingest.privacy import EMAIL_IN_ID
+from app.web.schema import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, TOO_LONG_AGO
 from models import Batch
 from models.site import utcnow
 from tests.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database

@@ -7,10 +7,12 @@ import orjson
 import pytest
 from marshmallow import ValidationError
 
-from app import tally
-from app.bodies import NUMBER_TOO_LARGE, gunzip, json_object
-from app.errors import ApiError, format_validation_messages
-from app.fields import (
+from app.runtime import tally
+from app.tracking import ingest, quota
+from app.tracking.ingest import IngestResult
+from app.web.bodies import NUMBER_TOO_LARGE, gunzip, json_object
+from app.web.errors import ApiError, format_validation_messages
+from app.web.schema import (
     MAX_EPOCH_MS,
     MAX_EVENT_AGE_MS,
     MAX_JSON_DEPTH,
@@ -18,8 +20,6 @@ from app.fields import (
     JSONObject,
     nesting_exceeds,
 )
-from app.tracking import ingest, quota
-from app.tracking.ingest import IngestResult
 from models import IngestTally, Site
 from tests.tracking.helpers import db, deep_value, tallies
 

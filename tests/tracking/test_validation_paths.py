@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from app.fields import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
-from app.privacy import may_hold_email
+from app.ingest.privacy import may_hold_email
 from app.tracking.ingest import event_row
+from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
 from blueprints.events import LOADER, BatchSchema
 from models.event import EVENT_TYPES
 from tests.tracking.helpers import (

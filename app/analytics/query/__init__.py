@@ -1,6 +1,6 @@
 """The `query` compiler: metrics x dimensions x filters of the vocabulary (app.analytics
 .vocabulary, where each is defined) into one SQL statement per figure set (rows, totals, a
-conversion denominator, a comparison period), on PostgreSQL and SQLite alike (app.sql).
+conversion denominator, a comparison period), on PostgreSQL and SQLite alike (app.storage.dialect).
 
 In parts, in the order a call runs through them:
   arguments   the tool's arguments parsed and validated into a `Query`

@@ -6,7 +6,7 @@ from typing import Any
 from app.analytics.base import ArgumentError, unknown
 from app.analytics.filters import Filters, Leaf, parse_filters
 from app.analytics.vocabulary import Dimension, dimension, metric
-from app.fields import whole_number
+from app.web.schema import whole_number
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
 MAX_LIMIT, DEFAULT_LIMIT = 1000, 100

@@ -8,7 +8,7 @@ from peewee import SQL, Value, fn
 from app.analytics.base import is_sampled, when
 from app.analytics.filters import Filters, leaves
 from app.analytics.vocabulary import METRICS, Dimension
-from app.sql import wide
+from app.storage.dialect import wide
 from models import Event
 
 EVENT_METRICS = frozenset({"events", "pageviews"})

@@ -17,7 +17,7 @@ from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan import choose_plan
 from app.analytics.query.plan_shape import keys_of, needed_sums
 from app.analytics.vocabulary import SUMS, Dimension
-from app.sql import has_grouping_sets
+from app.storage.dialect import has_grouping_sets
 from models import Site
 
 ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut

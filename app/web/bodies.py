@@ -15,7 +15,7 @@ import orjson
 from flask import current_app, request
 from werkzeug.wsgi import ClosingIterator
 
-from app.errors import ApiError
+from app.web.errors import ApiError
 from models.ingest_tally import REJECTED_400, REJECTED_413
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # expect a gzip header

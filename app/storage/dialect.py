@@ -28,7 +28,7 @@ from peewee import (
     fn,
 )
 
-from app.db import is_postgres
+from app.storage.db import is_postgres
 from models import database
 
 PG_QUERY_CANCELED = "57014"  # statement_timeout

@@ -67,7 +67,7 @@ def strip_money(value: Any) -> Any:
 
 
 def _without_money(value: Any) -> Any:
-    # Recursive: every value stored has at most 64 levels (app.fields.JSONObject checks it).
+    # Recursive: every value stored has at most 64 levels (app.web.schema.JSONObject checks it).
     if isinstance(value, dict):
         return {key: _without_money(item) for key, item in value.items()
                 if not _is_money_key(key)}
@@ -86,7 +86,7 @@ def _is_money_key(key: object) -> bool:
 # URL decoder, Unicode normalization (NFKC) or a reader turns back into an address. An id
 # chosen by a client (a user id, an anonymous id) holding one is refused as an e-mail address.
 # A regular expression both Python and JSON Schema read the same way: the OpenAPI document
-# carries it (app.fields.OpaqueId).
+# carries it (app.web.schema.OpaqueId).
 EMAIL_IN_ID_PATTERN = "@|%40|\uff20|\ufe6b"
 EMAIL_IN_ID = ("Must be an opaque id, not an e-mail address (no @, %40, \uff20 or \ufe6b "
                "in it).")

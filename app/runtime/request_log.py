@@ -17,9 +17,11 @@ from typing import Any
 import orjson
 from flask import Flask, Response, g, request
 
-from app import metrics
+from app.runtime import metrics
 
-log = logging.getLogger(__name__)
+# The logger keeps the name it had before the module moved to app/runtime/: operators' log
+# configurations and log searches name it.
+log = logging.getLogger("app.request_log")
 
 REQUEST_ID_HEADER = "X-Request-Id"
 ACCEPTED_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")

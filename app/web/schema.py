@@ -1,13 +1,28 @@
-"""marshmallow fields with the strictness the ingest contract needs, shared by every schema."""
+"""The schemas' building blocks: marshmallow fields with the strictness the ingest contract
+needs, shared by every schema, and loading payloads with them.
+
+Loading has a compiled fast path for the hot endpoint. marshmallow is the contract: the
+schemas define every rule, produce the error messages and the OpenAPI document. Checking 50 events
+field by field in marshmallow costs about 1.3 ms, more than the rest of the request; so for
+/api/events the same schema is also compiled, through apispec's JSON Schema conversion, into a
+jsonschema-rs validator (about 15 µs). A body that passes the compiled check plus `extra_check`
+(the rules JSON Schema cannot express) is used as parsed; any other body goes through marshmallow,
+which accepts it or names the offending field. The compiled check is never looser than marshmallow:
+tests/test_validation_paths.py holds the two to that.
+"""
 import math
+from collections.abc import Callable
 from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
+import jsonschema_rs
 import orjson
-from marshmallow import ValidationError, fields
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from marshmallow import Schema, ValidationError, fields
 
-from app.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN, may_hold_email
+from app.ingest.privacy import EMAIL_IN_ID, EMAIL_IN_ID_PATTERN, may_hold_email
 from models.site import utcnow
 
 MAX_PROPERTIES_BYTES = 16 * 1024
@@ -38,8 +53,8 @@ class Text(fields.String):
 
 class OpaqueId(Text):
     """An id the client chose (a user id, an anonymous id): never an e-mail address, in any of
-    the disguises app.privacy.may_hold_email knows. The document says so as a pattern the id
-    may not match, which the compiled check of app.validation applies too."""
+    the disguises app.ingest.privacy.may_hold_email knows. The document says so as a pattern the id
+    may not match, which the compiled check of app.web.schema applies too."""
 
     def __init__(self, **kwargs: Any) -> None:
         metadata = {"not": {"type": "string", "pattern": EMAIL_IN_ID_PATTERN},
@@ -175,7 +190,7 @@ class StrictInteger(fields.Integer):
     infinities are not integers.
 
     marshmallow's Integer(strict=True) refuses 1999.0, a float, which the document calls an
-    integer (and so does the compiled check of app.validation). The number arrives as the body
+    integer (and so does the compiled check of app.web.schema). The number arrives as the body
     reader made it: an int, a float from `json_object`, or a Decimal from `json_object_exact`
     (exact, for money). Both readers refuse a number beyond a double's range, so no value here
     has more than 309 digits. The field's own validators (Range) then judge the integer.
@@ -207,3 +222,30 @@ class ExactJSONObject(JSONObject):
             except orjson.JSONEncodeError:  # deeper than orjson writes
                 raise ValidationError(JSONObject.TOO_DEEP) from None
         return super()._deserialize(value, attr, data, **kwargs)
+
+
+def json_schema_of(schema: type[Schema]) -> dict[str, Any]:
+    """The schema as one self-contained JSON Schema (nested schemas inlined)."""
+    plugin = MarshmallowPlugin(schema_name_resolver=lambda _schema: None)
+    APISpec("egis", "1.0.0", "3.1.0", plugins=[plugin])
+    return plugin.converter.schema2jsonschema(schema)
+
+
+class FastLoader:
+    def __init__(self, schema: type[Schema],
+                 extra_check: Callable[[dict[str, Any]], bool] = lambda _data: True) -> None:
+        self.schema = schema()
+        self.extra_check = extra_check
+        self.compiled = jsonschema_rs.validator_for(json_schema_of(schema))
+
+    def passes_fast_check(self, data: dict[str, Any]) -> bool:
+        return self.compiled.is_valid(data) and self.extra_check(data)
+
+    def load(self, data: dict[str, Any], fast: bool = True) -> dict[str, Any]:
+        """The validated payload; raises marshmallow.ValidationError naming the field.
+
+        `fast=False` skips the compiled check (the caller saw something only marshmallow names).
+        """
+        if fast and self.passes_fast_check(data):
+            return data
+        return self.schema.load(data)

@@ -22,8 +22,8 @@ from typing import TypeVar
 from flask import current_app
 from peewee import Database, InterfaceError, OperationalError
 
-from app.db import read_database
-from app.metrics import READ_REPLICA_FALLBACKS, READ_REPLICA_READS
+from app.runtime.metrics import READ_REPLICA_FALLBACKS, READ_REPLICA_READS
+from app.storage.db import read_database
 from models import database
 
 log = logging.getLogger(__name__)

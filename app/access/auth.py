@@ -5,9 +5,9 @@ from typing import Any
 
 from flask import Flask, current_app, g, request
 
-from app.errors import ApiError
-from app.keys import KeyCache, kind_of
-from app.limits import BAD_KEY, count_against, refuse_if_spent
+from app.access.keys import KeyCache, kind_of
+from app.web.errors import ApiError
+from app.web.limits import BAD_KEY, count_against, refuse_if_spent
 from models.api_key import READ, SERVER, WRITE
 
 KIND_NAMES = {WRITE: "a write (tracking) key", SERVER: "a server key", READ: "a read key"}

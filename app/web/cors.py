@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, g, request
 
-from app.errors import ApiError
+from app.web.errors import ApiError
 from models.ingest_tally import REJECTED_403_ORIGIN
 
 ALLOWED_HEADERS = "X-API-Key, Authorization, Content-Type, Content-Encoding"

@@ -1,5 +1,5 @@
 """What a worker does later, off the request: a daemon timer, and a database connection of the
-thread's own (app.tally's writes, app.rollups' merges)."""
+thread's own (app.runtime.tally's writes, app.rollups' merges)."""
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager

@@ -17,7 +17,7 @@ from multiprocessing.util import Finalize
 from flask import Flask, current_app
 from peewee import EXCLUDED, PeeweeException
 
-from app import background, metrics
+from app.runtime import background, metrics
 from models import IngestTally
 from models.site import utcnow
 

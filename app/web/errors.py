@@ -8,7 +8,7 @@ from peewee import InterfaceError, OperationalError
 from playhouse.pool import MaxConnectionsExceeded
 from werkzeug.exceptions import HTTPException
 
-from app import tally
+from app.runtime import tally
 from models.ingest_tally import REJECTED_400, REJECTED_413
 
 log = logging.getLogger(__name__)

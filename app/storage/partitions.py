@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from peewee import OperationalError
 
-from app.db import is_postgres
+from app.storage.db import is_postgres
 from models import database
 from models.site import utcnow
 

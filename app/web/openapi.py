@@ -9,7 +9,7 @@ apispec derives from the fields (types, lengths, ranges, enums), no NUL characte
 states across its fields, which it declares as JSON Schema in `Meta.openapi` (merged into its
 component). What JSON Schema cannot say (a free-form object's size and depth, the decimals a
 currency allows) is in the descriptions. This is the document's conversion only: the compiled
-validator of app.validation reads the plain one, so the hot path pays for no extra pattern.
+validator of app.web.schema reads the plain one, so the hot path pays for no extra pattern.
 """
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from flask import Flask
 from marshmallow import INCLUDE, Schema, fields
 
-from app.fields import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, JSONObject, Text
+from app.web.schema import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, JSONObject, Text
 from models.api_key import SERVER, WRITE
 
 API_VERSION = "1.0.0"
@@ -67,7 +67,7 @@ class DocumentConverter(OpenAPIConverter):
 
 def refuses_nul(_converter: OpenAPIConverter, field: fields.Field, ret: dict[str, Any],
                 **_kwargs: Any) -> dict[str, Any]:
-    """The rules of app.fields' Text and JSONObject, as JSON Schema (and words)."""
+    """The rules of app.web.schema' Text and JSONObject, as JSON Schema (and words)."""
     if isinstance(field, Text):
         return {"pattern": NO_NUL}
     if isinstance(field, JSONObject):

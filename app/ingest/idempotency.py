@@ -27,8 +27,8 @@ from typing import Any
 
 from flask import Response, current_app, g, request
 
-from app import tally
-from app.errors import ApiError
+from app.runtime import tally
+from app.web.errors import ApiError
 from models import IdempotencyKey, database
 from models.ingest_tally import DUPLICATE_IDEMPOTENCY_KEY
 from models.site import utcnow
@@ -71,7 +71,7 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
         g.idempotency_key = presented_key()
         return view(*args, **kwargs)
 
-    wrapper.openapi_parameters = (OPENAPI_PARAMETER,)  # read by app.openapi
+    wrapper.openapi_parameters = (OPENAPI_PARAMETER,)  # read by app.web.openapi
     return wrapper
 
 
