@@ -82,7 +82,7 @@ from app.agent.jsonrpc import (
 )
 from app.agent.sdk import inbound
 from app.agent.session import HEADER as SESSION_HEADER
-from app.agent.session import NOTHING_DECLARED, Declaration, SessionIds, instance_secret
+from app.agent.session import NOTHING_DECLARED, Declaration, SessionIds, session_secret
 from app.agent.session import RESPONSE_HEADER as SESSION_RESPONSE_HEADER
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class McpServer:
         self.info = {"name": name, "title": title, "version": version}
         self.instructions = instructions
         self.tools = {tool.name: tool for tool in tools}
-        self.sessions = sessions or SessionIds(instance_secret)
+        self.sessions = sessions or SessionIds(session_secret)
 
     # --- transport --------------------------------------------------------------------
 

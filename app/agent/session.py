@@ -23,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
-from flask import current_app
 
-from models.instance_secret import InstanceSecret
+from app.runtime.secrets import instance_secret
 
 HEADER = "mcp-session-id"  # as the protocol layer reads headers (lower case)
 RESPONSE_HEADER = "Mcp-Session-Id"
@@ -83,10 +82,6 @@ class SessionIds:
         return Declaration(apps=payload.get("apps") is True) if isinstance(payload, dict) else None
 
 
-def instance_secret() -> bytes:
+def session_secret() -> bytes:
     """The installation's session secret, read from the database once per process."""
-    secret = current_app.extensions.get("egis_mcp_session_secret")
-    if secret is None:
-        secret = InstanceSecret.named(_SECRET_NAME)
-        current_app.extensions["egis_mcp_session_secret"] = secret
-    return secret
+    return instance_secret(_SECRET_NAME)

@@ -20,15 +20,15 @@ from typing import Any
 
 import orjson
 from authlib.oauth2.rfc6749 import OAuth2Error
-from flask import Response, current_app, request
+from flask import Response, request
 from itsdangerous import BadData, URLSafeSerializer
 
 from app.oauth import clients, connect_codes, documents, pages, redirects
 from app.oauth.public import SCOPE_MEANING, public_url
 from app.oauth.server import SERVER, TemporarilyUnavailableError
+from app.runtime.secrets import instance_secret
 from app.web.errors import ApiError
 from app.web.limits import CONNECT_CODE, count_against, refuse_if_spent
-from models import InstanceSecret
 from models.oauth_client import DOCUMENT
 from models.site import utcnow
 
@@ -136,10 +136,7 @@ def _form_is_ours() -> bool:
 
 
 def _serializer() -> URLSafeSerializer:
-    secret = current_app.extensions.get("egis_consent_secret")
-    if secret is None:
-        secret = current_app.extensions["egis_consent_secret"] = InstanceSecret.named("consent")
-    return URLSafeSerializer(secret, salt="oauth-consent")
+    return URLSafeSerializer(instance_secret("consent"), salt="oauth-consent")
 
 
 def _digest(parameters: list[tuple[str, str]]) -> str:

@@ -2,13 +2,13 @@
 events (a daemon timer, like app.runtime.tally's buffer; 0: in the request). Every read of the agent
 surface merges first as well (app.rollups.reads)."""
 import logging
-import threading
 
 from flask import Flask, current_app
 from peewee import PeeweeException
 
 from app.rollups.merging import merge
 from app.runtime import background
+from app.runtime.debounce import Debounced
 
 log = logging.getLogger(__name__)
 
@@ -23,23 +23,14 @@ class MergeTimer:
     def __init__(self, interval: float, wait_seconds: float) -> None:
         self._interval = interval
         self._wait_seconds = wait_seconds
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._timer = Debounced(interval, self._merge_quietly)
 
     def stored(self) -> None:
         """Events were stored: merge now (interval 0) or within the interval."""
         if self._interval <= 0:
             merge(self._wait_seconds)
             return
-        with self._lock:
-            if self._timer is None:
-                self._timer = background.later(self._interval, self._merge_on_timer)
-
-    def _merge_on_timer(self) -> None:
-        with self._lock:
-            self._timer = None
-        if not self._merge_quietly():
-            self.stored()  # held up, or the database failed: try again
+        self._timer.poke()
 
     def _merge_quietly(self) -> bool:
         try:

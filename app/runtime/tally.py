@@ -18,6 +18,7 @@ from flask import Flask, current_app
 from peewee import EXCLUDED, PeeweeException
 
 from app.runtime import background, metrics
+from app.runtime.debounce import Debounced
 from models import IngestTally
 from models.site import utcnow
 
@@ -44,7 +45,7 @@ class TallyBuffer:
         self._interval = interval
         self._lock = threading.Lock()
         self._counts: dict[TallyKey, int] = {}
-        self._timer: threading.Timer | None = None
+        self._timer = Debounced(interval, self._flush_on_timer)
         self._finalizer: Finalize | None = None
 
     def add(self, key: TallyKey, count: int) -> None:
@@ -54,8 +55,7 @@ class TallyBuffer:
             return
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + count
-            if self._timer is None:
-                self._schedule()
+            self._timer.poke()
             if self._finalizer is None:
                 # granian's workers end through multiprocessing, which skips atexit; its
                 # finalizers run there and, from atexit, in gunicorn's workers too. Registered
@@ -63,16 +63,11 @@ class TallyBuffer:
                 # ignored in the child.
                 self._finalizer = Finalize(self, self.flush, exitpriority=10)
 
-    def _schedule(self) -> None:
-        self._timer = background.later(self._interval, self._flush_on_timer)
-
-    def _flush_on_timer(self) -> None:
-        with self._lock:
-            self._timer = None
+    def _flush_on_timer(self) -> bool:
+        """Write; done unless something is left (not written: the timer tries again)."""
         self.flush()
         with self._lock:
-            if self._counts and self._timer is None:  # not written: try again
-                self._schedule()
+            return not self._counts
 
     def flush(self) -> None:
         """Write what is counted; if that fails, keep it for the next time."""

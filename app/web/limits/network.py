@@ -3,10 +3,9 @@ in a store outside the process."""
 import hashlib
 import ipaddress
 
-from flask import current_app
 from flask_limiter.util import get_remote_address
 
-from models.instance_secret import InstanceSecret
+from app.runtime.secrets import instance_secret
 
 
 def client_network() -> str:
@@ -31,7 +30,5 @@ def pseudonym(identity: str) -> str:
     database: a store that writes its keys to disk (a Redis snapshot) or whose keys anyone can
     list holds no client address, and every worker and host still counts a client under one
     name. An address cannot be found by hashing all 2**32 of them without the secret."""
-    secret = current_app.extensions.get("egis_limit_secret")
-    if secret is None:
-        secret = current_app.extensions["egis_limit_secret"] = InstanceSecret.named("limits")
-    return hashlib.blake2b(identity.encode(), key=secret, digest_size=16).hexdigest()
+    return hashlib.blake2b(identity.encode(), key=instance_secret("limits"),
+                           digest_size=16).hexdigest()
