@@ -12,7 +12,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from app.context import request as request_context
     from app.rollups import timer as rollups
     from app.runtime import request_log, tally
-    from app.storage import db
+    from app.storage import db, dialect
     from app.tracking import quota, store, writer
     from app.web import bodies, errors, limits
     from blueprints import BLUEPRINTS
@@ -36,7 +36,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     rollups.init_app(app)
     request_context.init_app(app)
     app.extensions["egis_usage"] = quota.UsageCache(ttl=app.config["USAGE_CACHE_SECONDS"])
-    if app.config["GROUP_COMMIT"] and db.is_postgres():
+    if app.config["GROUP_COMMIT"] and dialect.current().groups_commits:
         app.extensions["egis_writer"] = writer.GroupWriter(store.store_group)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)

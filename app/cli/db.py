@@ -11,7 +11,7 @@ from playhouse.migrations import Runner
 from app.cli.common import connected
 from app.rollups.merging import merge
 from app.storage import partitions
-from app.storage.db import is_postgres
+from app.storage.dialect import current
 from app.tracking.backfill import fill_derived_columns
 from models import UpgradeTask, database
 
@@ -30,19 +30,11 @@ def upgrade_schema() -> list[str]:
     that leaves them to be derived, every event: migrations 0011 and 0014); returns the
     migrations' names (empty when up to date)."""
     with database.connection_context():
-        if not is_postgres():
-            applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
-            run_upgrade_tasks()
-            merge()
-            return applied
         # Two instances deploying at once must not both apply the same migration.
-        database.execute_sql("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
-        try:
+        with current().held_for_session(MIGRATION_LOCK_ID):
             applied = Runner(database.obj, directory=MIGRATIONS_DIR).up()
             run_upgrade_tasks()
-        finally:
-            database.execute_sql("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
-        partitions.ensure()
+        partitions.ensure()  # none on SQLite
         merge()
         return applied
 
@@ -71,7 +63,7 @@ def db_partitions() -> None:
     """Create the event table's partitions due (this month and the next ones; PostgreSQL) and
     list them. `flask db upgrade` and `flask data prune` do the same; run any of them at least
     monthly (deploy/egis-prune.timer runs prune daily)."""
-    if not is_postgres():
+    if not current().partitions_events:
         click.echo("SQLite keeps one event table: nothing to partition.")
         return
     created = set(partitions.ensure())

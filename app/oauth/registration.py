@@ -33,10 +33,10 @@ import orjson
 from flask import current_app
 
 from app.oauth import metadata
-from app.storage.db import is_postgres
+from app.storage.dialect import current
 from app.web.errors import ApiError
 from app.web.limits import OAUTH_REGISTER, count_against
-from models import OAuthClient, database
+from models import OAuthClient
 from models.oauth_client import REGISTERED
 from models.site import utcnow
 
@@ -69,13 +69,8 @@ def register(body: bytes) -> dict[str, Any]:
 @contextmanager
 def _counting() -> Iterator[None]:
     """One registration at a time counts and inserts, on every worker and host."""
-    if is_postgres():
-        with database.atomic():
-            database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (LOCK_ID,))
-            yield
-    else:
-        with database.atomic(lock_type="IMMEDIATE"):
-            yield
+    with current().one_transaction_at_a_time(LOCK_ID):
+        yield
 
 
 def _refuse_past_daily_cap(now: datetime) -> None:

@@ -18,7 +18,7 @@ from peewee import IntegrityError
 from app.ingest.privacy import strip_money
 from app.revenue.money import MoneyError, normalize_currency, to_minor_units
 from app.runtime import metrics, tally
-from app.storage.db import is_postgres
+from app.storage.dialect import current
 from models import ServerEvent, Site, database
 from models.ingest_tally import DUPLICATE_ORDER
 from models.site import utcnow
@@ -104,7 +104,8 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
         ServerEvent.insert(**row).execute()
         inserted = True
     else:
-        inserted = _insert_once_postgres(row) if is_postgres() else _insert_once_portable(row)
+        inserted = (_insert_once_by_conflict(row) if current().inserts_once_by_conflict
+                    else _insert_once_portable(row))
     if inserted:
         metrics.count_server_event_stored()
         return Recorded(id=str(row["uid"]), duplicate=False)
@@ -112,7 +113,7 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
     return Recorded(id=_existing_uid(site.id, event.order_id), duplicate=True)
 
 
-def _insert_once_postgres(row: dict[str, Any]) -> bool:
+def _insert_once_by_conflict(row: dict[str, Any]) -> bool:
     # A concurrent copy makes this statement wait for the other to commit, then do nothing.
     cursor = (ServerEvent.insert(**row)
               .on_conflict(action="IGNORE",

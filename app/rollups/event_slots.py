@@ -12,8 +12,7 @@ from typing import Any
 from peewee import SQL, Select, fn
 
 from app.rollups import upserts
-from app.storage.db import is_postgres
-from app.storage.dialect import wide
+from app.storage.dialect import current, wide
 from models import Event, EventSlot, database
 
 SLOT = timedelta(minutes=15)
@@ -37,11 +36,7 @@ def is_slot_start(moment: datetime) -> bool:
 def slot_column(column: Any) -> Any:
     """SQL: the first instant of the quarter hour of a naive UTC timestamp `column`, as the
     `slot` column holds it (SQLite: its text)."""
-    if is_postgres():
-        return fn.date_bin(SQL("interval '15 minutes'"), column,
-                           SQL("timestamp '2000-01-01'"))
-    minutes = (fn.strftime("%M", column).cast("INTEGER") / 15) * 15
-    return fn.strftime("%Y-%m-%d %H:", column).concat(fn.printf("%02d", minutes)).concat(":00")
+    return current().quarter_hour(column)
 
 
 def as_datetime(value: Any) -> datetime:

@@ -26,8 +26,8 @@ from time import monotonic, sleep
 
 from peewee import fn
 
-from app.storage.db import is_postgres
-from models import Event, RollupMark, database
+from app.storage.dialect import current
+from models import Event, RollupMark
 from models.event import readable_through
 
 FIRST_POLL_SECONDS = 0.002  # a store statement takes a millisecond or two
@@ -72,31 +72,18 @@ def largest_id() -> int:
 def drawn_id() -> int:
     """The largest event id handed out: on PostgreSQL the sequence's (ids of rolled back
     inserts too), read without touching the event table's partitions; SQLite's largest rowid."""
-    if not is_postgres():
-        return largest_id()
-    return database.execute_sql(
-        "SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('event', 'id')"
-        "::regclass), 0)").fetchone()[0]
-
-
-def _inserting() -> set[str]:
-    """The other transactions that hold ROW EXCLUSIVE on this database's event table now.
-    pg_locks lists the whole server's locks, by relation OID, and a database copied with
-    CREATE DATABASE ... TEMPLATE has the same OIDs: its inserts are not this one's."""
-    return {vxid for (vxid,) in database.execute_sql(
-        "SELECT virtualtransaction FROM pg_locks WHERE locktype = 'relation' "
-        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-        "AND relation = 'event'::regclass AND mode = 'RowExclusiveLock' AND granted "
-        "AND pid <> pg_backend_pid()").fetchall()}
+    dialect = current()
+    return largest_id() if dialect.one_writer else dialect.last_drawn_event_id()
 
 
 def inserts_ended(deadline: float) -> bool:
     """Whether the transactions inserting events now (PostgreSQL) ended before `deadline` (a
     time.monotonic() instant): then every id drawn_id() read before this call is final.
     Later transactions are not waited for: their ids are larger. SQLite: True."""
-    if not is_postgres():
+    dialect = current()
+    if dialect.one_writer:
         return True
-    inserting = _inserting()
+    inserting = dialect.inserting_event_transactions()
     pause = FIRST_POLL_SECONDS
     while inserting:
         left = deadline - monotonic()
@@ -104,7 +91,7 @@ def inserts_ended(deadline: float) -> bool:
             return False
         sleep(min(pause, left))
         pause = min(pause * 2, LAST_POLL_SECONDS)
-        inserting &= _inserting()
+        inserting &= dialect.inserting_event_transactions()
     return True
 
 
@@ -115,15 +102,13 @@ def whole_through(final: int) -> int:
 
     Usually one statement that finds nothing: a transaction crossing `final` (in flight when the
     sequence was read) lowers it to below its first id, where another may cross in turn."""
-    if not is_postgres():
+    dialect = current()
+    if dialect.one_writer:
         return final
     merged_through = mark()
     through = final
     while through > merged_through:
-        (first,) = database.execute_sql(
-            "SELECT min(id) FROM event WHERE id > %s AND id <= %s "
-            "AND xmin IN (SELECT xmin FROM event WHERE id > %s)",
-            (merged_through, through, through)).fetchone()
+        first = dialect.first_event_id_crossing(merged_through, through)
         if first is None:
             return through
         through = first - 1

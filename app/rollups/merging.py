@@ -20,17 +20,17 @@ derives every row from the events up to the last final id and moves the mark the
 transaction.
 """
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from contextvars import Context
 from functools import cache
 from time import monotonic
 from typing import Any
 
-from peewee import SQL, OperationalError, Select
+from peewee import SQL, Select
 
 from app.rollups import event_slots, visit_pages, visits
 from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark, whole_through
-from app.storage.db import SQLITE_BUSY_MILLISECONDS, is_postgres
+from app.storage.dialect import Dialect, current
 from models import Event, database
 
 MERGE_LOCK_ID = 0x6567_6973_6D67  # "egismg": one merge at a time on a PostgreSQL server
@@ -39,23 +39,21 @@ _AFTER, _THROUGH = -(2**62) - 1, -(2**62) - 2  # stand-ins for a merge's id rang
 # steps, each well within the pool's statement_timeout (app.storage.db).
 MERGE_IDS = 200_000
 DEFAULT_WAIT_SECONDS = 2.0  # EGIS_ROLLUP_WAIT_SECONDS's default (app.config)
-LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_not_available: lock_timeout ran out
 
 
 @cache
-def _merge_statements(postgres: bool) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+def _merge_statements(dialect: Dialect) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """The three upserts of the events in an id range (_AFTER, _THROUGH], rendered once per
     kind of database: rendering them took Peewee 13 ms of a merge's 16 ms of CPU (cProfile,
     PostgreSQL, five new events). Rendered in an empty context: no read's bound on the events
     (app.rollups.mark.counting_merged) may enter them."""
-    return Context().run(_render_merge_statements)
+    return Context().run(_render_merge_statements, dialect)
 
 
-def _render_merge_statements() -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    postgres = is_postgres()
+def _render_merge_statements(dialect: Dialect) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     scope = (Event.id > _AFTER) & (Event.id <= _THROUGH)
     statements = []
-    for upsert, rows in ((visits.upsert_sql(postgres), visits.derived(scope)),
+    for upsert, rows in ((visits.upsert_sql(dialect), visits.derived(scope)),
                          (visit_pages.UPSERT_SQL, visit_pages.derived(scope)),
                          (event_slots.UPSERT_SQL, event_slots.derived(scope))):
         # WHERE: SQLite reads an upsert's SELECT with a join ambiguously without one
@@ -67,7 +65,7 @@ def _render_merge_statements() -> tuple[tuple[str, tuple[Any, ...]], ...]:
 
 def _add(after: int, through: int) -> None:
     """Merge the events whose ids are in (after, through] into the three tables."""
-    for sql, params in _merge_statements(is_postgres()):
+    for sql, params in _merge_statements(current()):
         database.execute_sql(sql, [after if value == _AFTER else through if value == _THROUGH
                                    else value for value in params])
 
@@ -97,65 +95,12 @@ def _final_id(deadline: float) -> int | None:
 
 
 @contextmanager
-def _sqlite_write_lock(deadline: float | None) -> Iterator[bool]:
-    """An IMMEDIATE transaction for the block (True), or False when another writer held the
-    lock past `deadline` (None: app.storage.db's busy timeout)."""
-    with ExitStack() as transaction:
-        if deadline is not None:
-            waited = max(0, int((deadline - monotonic()) * 1000))
-            database.execute_sql(f"PRAGMA busy_timeout = {waited}")
-        try:
-            transaction.enter_context(database.atomic(lock_type="IMMEDIATE"))
-        except OperationalError as error:
-            if "locked" not in str(error):
-                raise
-            held = False
-        else:
-            held = True
-        finally:
-            if deadline is not None:
-                database.execute_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_MILLISECONDS}")
-        yield held
-
-
-def _advisory_lock(deadline: float | None) -> bool:
-    """PostgreSQL's merge lock, waited for in the server until `deadline` (lock_timeout: no
-    polling round trips); None: as long as it takes. Whether it is held."""
-    if deadline is None:
-        database.execute_sql("SELECT pg_advisory_lock(%s)", (MERGE_LOCK_ID,))
-        return True
-    waited = int((deadline - monotonic()) * 1000)
-    if waited < 1:
-        return database.execute_sql("SELECT pg_try_advisory_lock(%s)",
-                                    (MERGE_LOCK_ID,)).fetchone()[0]
-    try:
-        database.execute_sql(f"SET lock_timeout = {waited}; SELECT pg_advisory_lock(%s)",
-                             (MERGE_LOCK_ID,))
-    except OperationalError as error:
-        if getattr(getattr(error, "orig", None), "pgcode", None) != LOCK_NOT_AVAILABLE:
-            raise
-        return False
-    finally:
-        database.execute_sql("RESET lock_timeout")
-    return True
-
-
-@contextmanager
 def _merge_lock(deadline: float | None) -> Iterator[bool]:
     """Hold the merge lock for the block (True), or yield False when another merge held it past
     `deadline` (a time.monotonic() instant, the present: not at all; None: as long as it
     takes). SQLite: the block is one IMMEDIATE transaction."""
-    if not is_postgres():
-        with _sqlite_write_lock(deadline) as held:
-            yield held
-        return
-    if not _advisory_lock(deadline):
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        database.execute_sql("SELECT pg_advisory_unlock(%s)", (MERGE_LOCK_ID,))
+    with current().tried(MERGE_LOCK_ID, deadline) as held:
+        yield held
 
 
 def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS, give_way: bool = False) -> bool:
@@ -171,7 +116,7 @@ def merge(wait_seconds: float = DEFAULT_WAIT_SECONDS, give_way: bool = False) ->
         return False
     with _merge_lock(monotonic() if give_way else deadline) as held:
         if held:  # SQLite: the largest id, final within the write lock
-            _merge_through(whole_through(drawn) if is_postgres() else largest_id())
+            _merge_through(largest_id() if current().one_writer else whole_through(drawn))
         return held
 
 
@@ -186,7 +131,7 @@ def merged(wait_seconds: float = DEFAULT_WAIT_SECONDS) -> Iterator[int]:
         yield through
         # SQLite gives a new row the largest id left plus one: after the block deleted the
         # largest ids, new events would get ids the mark counts as merged.
-        if not is_postgres() and (largest := largest_id()) < through:
+        if current().one_writer and (largest := largest_id()) < through:
             set_mark(largest)
 
 
@@ -195,7 +140,7 @@ def deleting_events() -> Iterator[None]:
     """Around deletions of events outside `merged` (prune's): on SQLite they, and bringing the
     mark back to the largest id left, are one transaction (see `merged`); PostgreSQL's ids come
     from a sequence, never used twice."""
-    if is_postgres():
+    if not current().one_writer:
         yield
         return
     with merged():

@@ -11,7 +11,7 @@ from typing import Any
 
 from peewee import Model, Select
 
-from app.storage.db import is_postgres
+from app.storage.dialect import current
 
 
 def summed(table: str, column: str) -> str:
@@ -45,7 +45,7 @@ def replace_rows(model: type[Model], columns: tuple[str, ...], where: Any, rows:
     """Replace the table's rows matching `where` by `rows` (a SELECT of `columns`), inside the
     caller's transaction; `everything`: every row of the table, emptied with TRUNCATE on
     PostgreSQL, where a DELETE of every row would leave them all dead."""
-    if everything and is_postgres():
+    if everything and current().empties_by_truncate:
         model.truncate_table()
     else:
         model.delete().where(where).execute()

@@ -24,8 +24,7 @@ from typing import Any
 from peewee import SQL, Case, Select, fn
 
 from app.rollups import upserts, visit_pages
-from app.storage.db import is_postgres
-from app.storage.dialect import wide
+from app.storage.dialect import Dialect, current, wide
 from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
 
@@ -55,14 +54,12 @@ def irregular() -> SQL:
     return SQL("NOT plain")
 
 
-def lasts(first: Any, last: Any, postgres: bool) -> str:
+def lasts(first: Any, last: Any, dialect: Dialect) -> str:
     """SQL: from `first` to `last` (SQL timestamps) is LONG_VISIT or more."""
-    if postgres:
-        return f"{last} - {first} >= interval '1 day'"
-    return f"julianday({last}) - julianday({first}) >= 1"
+    return dialect.at_least_a_day_between(first, last)
 
 
-def _merge_rules(postgres: bool) -> dict[str, str]:
+def _merge_rules(dialect: Dialect) -> dict[str, str]:
     """Per column, how the new events' row (`excluded`) merges into the stored row (`visit`)."""
     def chosen(column: str, at: str, wins: str) -> str:
         return upserts.chosen("visit", column, at, wins)
@@ -81,16 +78,16 @@ def _merge_rules(postgres: bool) -> dict[str, str]:
                for column in ("events", "pageviews", "interactions", "heartbeats")},
             "uniform": one_id_and_weight,
             "plain": f"{one_id_and_weight} AND visit.pageviews + excluded.pageviews > 0",
-            "lasting": f"visit.lasting OR excluded.lasting OR {lasts(started, ended, postgres)}",
+            "lasting": f"visit.lasting OR excluded.lasting OR {lasts(started, ended, dialect)}",
             **{column: chosen(column, "entry_at", "<") for column in ENTRY_COLUMNS},
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
 
 @cache
-def upsert_sql(postgres: bool) -> str:
+def upsert_sql(dialect: Dialect) -> str:
     """The visit upsert, `{rows}` its rows (a SELECT), on PostgreSQL or SQLite."""
     return upserts.upsert_sql("visit", COLUMNS, ("site_id", "session_id"),
-                              _merge_rules(postgres))
+                              _merge_rules(dialect))
 
 
 def uniform(anonymous_id: Any, weight: Any) -> Any:
@@ -143,7 +140,7 @@ def derived(scope: Any) -> Select:
                "heartbeats": fn.SUM(Case(None, [(r.type == "heartbeat", wide(r.weight))], 0)),
                "uniform": uniform(r.anonymous_id, r.weight),
                "plain": uniform(r.anonymous_id, r.weight) & (views > 0),
-               "lasting": SQL(lasts("MIN(occurred_at)", "MAX(occurred_at)", is_postgres())),
+               "lasting": SQL(lasts("MIN(occurred_at)", "MAX(occurred_at)", current())),
                "entry_at": of_view(r.first_rank, r.occurred_at),
                **{column: of_view(r.first_rank, getattr(r, column))
                   for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)},

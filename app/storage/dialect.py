@@ -1,53 +1,59 @@
-"""What PostgreSQL and SQLite spell differently: the one module where the two databases part.
+"""What PostgreSQL and SQLite spell differently: where the two databases part.
 
-Everything else builds its statements from the functions here (and Peewee's own portable
-expressions), so no module of the read side asks which database it runs on. Capabilities that
-change a plan rather than a spelling (GROUPING SETS, reads on a second connection) are asked
-here too, by name (`has_grouping_sets`, `reads_in_parallel`).
+One class per database says it, PostgresDialect (app/storage/postgres.py) and SqliteDialect
+(app/storage/sqlite.py); `current()` is the one of the database the models are bound to
+(app.storage.db.init_app binds it), read from the handle on each call, so that it follows a
+handle bound again (the tests do, between apps on different databases). Everything else builds
+its statements from the functions here (and Peewee's own portable expressions) and asks the
+capabilities that change a plan rather than a spelling by name (`has_grouping_sets`,
+`reads_in_parallel`, `current().one_writer` ...), so no module outside app/storage asks which
+database it runs on.
 """
 import operator
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
-from time import monotonic
 from typing import Any
 
 from peewee import (
-    SQL,
     Case,
     ColumnBase,
-    EnclosedNodeList,
     Expression,
-    NodeList,
     OperationalError,
     ProgrammingError,
     Select,
-    Value,
     fn,
 )
 
 from app.storage.db import is_postgres
+from app.storage.postgres import PostgresDialect
+from app.storage.sqlite import BUCKET_FORMATS, SqliteDialect, sqlite_regexp
 from models import database
 
 PG_QUERY_CANCELED = "57014"  # statement_timeout
-SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
-WORK_MEM = "256MB"  # a 300,000-visit hash aggregate with its sums stays in memory
-SQLITE_REGEXP = "regexp"
+POSTGRES = PostgresDialect()
+SQLITE = SqliteDialect()
+Dialect = PostgresDialect | SqliteDialect
+
+__all__ = ["BUCKET_FORMATS", "POSTGRES", "SQLITE", "Dialect", "sqlite_regexp"]
+
+
+def current() -> Dialect:
+    """The dialect of the database the models are bound to."""
+    return POSTGRES if is_postgres() else SQLITE
 
 
 # --- Capabilities ----------------------------------------------------------------------------
 
 def has_grouping_sets() -> bool:
     """GROUP BY GROUPING SETS (PostgreSQL); SQLite has none."""
-    return is_postgres()
+    return current().has_grouping_sets
 
 
 def reads_in_parallel() -> bool:
     """Whether a second connection may read beside the first: PostgreSQL's pool; SQLite (one
     file, one writer, small data) reads in turn."""
-    return is_postgres()
+    return current().reads_in_parallel
 
 
 # --- One read transaction --------------------------------------------------------------------
@@ -64,11 +70,9 @@ class QueryShapeError(Exception):
 
 # PostgreSQL: SQLSTATE class 54, program_limit_exceeded (statement_too_complex: "stack depth
 # limit exceeded", too many columns or arguments), and its parser's own stack ("memory
-# exhausted", a syntax error). SQLite: the messages of its limits (sqlite3_limit) and parser.
+# exhausted", a syntax error). SQLite: the messages of its limits (SqliteDialect).
 PG_PROGRAM_LIMIT_EXCEEDED = "54"
 PG_SYNTAX_ERROR = "42601"
-SQLITE_SHAPE_ERRORS = ("parser stack overflow", "expression tree is too large", "too many ",
-                       "at most ", "pattern too complex")
 
 
 def is_query_shape_error(error: BaseException) -> bool:
@@ -80,12 +84,7 @@ def is_query_shape_error(error: BaseException) -> bool:
     if code:
         return code.startswith(PG_PROGRAM_LIMIT_EXCEEDED) or (
             code == PG_SYNTAX_ERROR and "memory exhausted" in message)
-    return not is_postgres() and any(part in message for part in SQLITE_SHAPE_ERRORS)
-
-
-def sqlite_regexp(regex: str, value: Any) -> bool:
-    """SQLite's `value REGEXP regex` (SQLite has the operator but no function behind it)."""
-    return value is not None and re.search(regex, str(value)) is not None
+    return any(part in message for part in current().shape_error_messages)
 
 
 @contextmanager
@@ -101,28 +100,8 @@ def read_transaction(timeout_seconds: float | None, snapshot: str | None = None
     statement stopped by the limit raises QueryTimeoutError; one refused for its shape,
     QueryShapeError (is_query_shape_error)."""
     try:
-        with database.atomic():
-            if is_postgres():
-                database.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                if snapshot is not None:
-                    database.execute_sql("SET TRANSACTION SNAPSHOT %s", (snapshot,))
-                database.execute_sql(f"SET LOCAL work_mem = '{WORK_MEM}'")
-                database.execute_sql("SET LOCAL jit = off")
-                if timeout_seconds:
-                    milliseconds = max(1, int(timeout_seconds * 1000))
-                    database.execute_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-                yield
-                return
-            database.obj.register_function(sqlite_regexp, SQLITE_REGEXP, 2, deterministic=True)
-            connection = database.connection()
-            if timeout_seconds:
-                deadline = monotonic() + timeout_seconds
-                connection.set_progress_handler(lambda: int(monotonic() > deadline),
-                                                SQLITE_PROGRESS_STEPS)
-            try:
-                yield
-            finally:
-                connection.set_progress_handler(None, 0)
+        with database.atomic(), current().read_settings(timeout_seconds, snapshot):
+            yield
     except (OperationalError, ProgrammingError, sqlite3.OperationalError, RecursionError
             ) as error:
         # sqlite3's own error: a statement interrupted while its rows are read, not executed
@@ -170,49 +149,25 @@ def _balanced(conditions: list[Any], join: Callable[[Any, Any], Any]) -> Any:
 def position(text: Any, needle: str) -> ColumnBase:
     """1-based position of `needle` in `text`, 0 when absent: a substring test without LIKE
     (whose `%` and `_` in a value would need escaping)."""
-    return fn.strpos(text, needle) if is_postgres() else fn.instr(text, needle)
-
-
-def _json_member(column: Any, key: str, operator: str) -> Expression:
-    # The ->/->> operators: cheaper than jsonb_extract_path (no variadic array per row).
-    # coerce(False) keeps Peewee from passing `key` through the JSON field's db_value.
-    return Expression(column.coerce(False), operator, key)
+    return current().position(text, needle)
 
 
 def json_text(column: Any, key: str) -> ColumnBase:
     """A JSON object's member `key` as text. SQLite addresses it as a quoted JSON path member;
     the key stays a bound parameter on both databases."""
-    if is_postgres():
-        return _json_member(column, key, "->>")
-    return fn.json_extract(column, f'$."{key}"').coerce(False).cast("TEXT")
+    return current().json_text(column, key)
 
 
 def json_number(column: Any, key: str) -> ColumnBase:
     """The member as a number; NULL when it is missing or not a JSON number (spelled as
     migration 0012's index spells it on PostgreSQL)."""
-    if is_postgres():
-        is_number = fn.jsonb_typeof(_json_member(column, key, "->")) == "number"
-        value = _json_member(column, key, "->>").cast("double precision")
-    else:
-        is_number = fn.json_type(column, f"$.{key}").in_(("integer", "real"))
-        value = fn.json_extract(column, f"$.{key}").coerce(False)
-    return Case(None, [(is_number, value)])
+    return current().json_number(column, key)
 
 
 def object_keys(source: Any, properties: Any, columns: list[Any]) -> Select:
     """A row (key, *columns) per member of each object `properties` of `source` (rows whose
-    properties are no object give none): PostgreSQL's jsonb_object_keys, SQLite's json_each.
-
-    On PostgreSQL the set-returning function is in the select list, not in FROM, where it
-    fills a tuplestore per row: describe_data's key count took 41 rather than 64 ms for 64,000
-    events."""
-    if is_postgres():
-        keys = fn.jsonb_object_keys(Case(None, [
-            (fn.jsonb_typeof(properties) == "object", properties)]))
-        return Select([source], [keys.alias("key"), *columns])
-    member = fn.json_each(properties).alias("member")
-    return (Select([source, member], [SQL('"member"."key"').alias("key"), *columns])
-            .where(fn.json_type(properties) == "object"))
+    properties are no object give none): PostgreSQL's jsonb_object_keys, SQLite's json_each."""
+    return current().object_keys(source, properties, columns)
 
 
 def text_size(column: Any) -> ColumnBase:
@@ -225,14 +180,12 @@ def in_partial_indexes(rows: Callable[[Any], Select], fits: Any, too_long: Any) 
     0013) hold them: the rows whose entry `fits` from the covering index, the few `too_long`
     for it from the other, as a UNION ALL of the two; the planner uses a partial index only
     when the query spells its condition. SQLite has no such indexes: all rows at once."""
-    if not is_postgres():
-        return rows(True)
-    return rows(fits) + rows(too_long)
+    return current().in_partial_indexes(rows, fits, too_long)
 
 
 def bytewise(column: Any) -> Any:
     """Order text by code point on both backends (SQLite's default), whatever the collation."""
-    return column.collate('"C"') if is_postgres() else column
+    return current().bytewise(column)
 
 
 def starts_with(column: Any, prefix: str) -> Expression:
@@ -240,9 +193,7 @@ def starts_with(column: Any, prefix: str) -> Expression:
     estimates from the column's statistics: PostgreSQL's text_pattern_ops operators (whatever
     the database's collation), SQLite's binary order."""
     after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    if is_postgres():
-        return Expression(column, "~>=~", prefix) & Expression(column, "~<~", after)
-    return (column >= prefix) & (column < after)
+    return current().starts_with(column, prefix, after)
 
 
 def _before_first(text: Any, stops: str) -> ColumnBase:
@@ -274,20 +225,11 @@ def wide(weight: Any) -> Any:
 
 
 def seconds_between(first: Any, last: Any) -> ColumnBase:
-    if is_postgres():
-        return fn.date_part("epoch", last - first)
-    return (fn.julianday(last) - fn.julianday(first)) * 86400
+    return current().seconds_between(first, last)
 
 
 def hours_after(start: Any, hours: int) -> Any:
-    if is_postgres():
-        return start + Value(timedelta(hours=hours))
-    # occurred_at is ISO text on SQLite; %f keeps the milliseconds.
-    return fn.strftime("%Y-%m-%d %H:%M:%f", start, f"+{hours} hours")
-
-
-BUCKET_FORMATS = {"hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d", "week": "%Y-%m-%d",
-                  "month": "%Y-%m"}
+    return current().hours_after(start, hours)
 
 
 def local_bucket(unit: str, column: Any, offset: Any) -> ColumnBase:
@@ -295,17 +237,7 @@ def local_bucket(unit: str, column: Any, offset: Any) -> ColumnBase:
     `offset` seconds (0, or an expression): truncated on PostgreSQL (the caller formats the few
     buckets after the grouping: to_char on each of 320,000 visits cost 90 ms), formatted as
     text (BUCKET_FORMATS) on SQLite."""
-    if is_postgres():
-        local = column if isinstance(offset, int) and offset == 0 else column + offset * SQL(
-            "interval '1 second'")
-        return fn.date_trunc(unit, local)
-    modifier = fn.printf("%+d seconds", offset)
-    # whole seconds: SQLite's date functions round to milliseconds, which would move
-    # 23:59:59.9999 into the next day; the offsets are whole seconds, so flooring is exact
-    seconds = fn.substr(column, 1, len("YYYY-MM-DD HH:MM:SS"))
-    if unit == "week":
-        return fn.date(seconds, modifier, "-6 days", "weekday 1")
-    return fn.strftime(BUCKET_FORMATS[unit], seconds, modifier)
+    return current().local_bucket(unit, column, offset)
 
 
 def percentile_cont(fraction: float, value: Any, where: Any,
@@ -313,11 +245,4 @@ def percentile_cont(fraction: float, value: Any, where: Any,
     """percentile_cont(`fraction`) of `value` over the group's rows that match `where`:
     PostgreSQL's ordered-set aggregate; on SQLite, which has none, the aggregate class
     `sqlite_aggregate` (name, class with step and finalize) registered on the connection."""
-    if not is_postgres():
-        name, aggregate = sqlite_aggregate
-        database.obj.register_aggregate(aggregate, name, 1)
-        return getattr(fn, name)(value).filter(where)
-    ordered = EnclosedNodeList([NodeList((SQL("ORDER BY"), value))])
-    only = EnclosedNodeList([NodeList((SQL("WHERE"), where))])
-    return NodeList((fn.percentile_cont(fraction), SQL("WITHIN GROUP"), ordered,
-                     SQL("FILTER"), only))
+    return current().percentile_cont(fraction, value, where, sqlite_aggregate)

@@ -20,9 +20,9 @@ from collections import defaultdict
 
 from app.rollups import visits
 from app.rollups.mark import mark
-from app.storage.db import is_postgres
+from app.storage.dialect import current
 from app.tracking.ingest import page_columns
-from models import Event, Site, database
+from models import Event, Site
 
 CHUNK = 5_000  # events read and updated at a time
 
@@ -50,8 +50,7 @@ def _fill(ids: list[int], domains: dict[int, str], sessions: dict[int, set[str]]
 def fill_derived_columns() -> None:
     """Fill the derived columns of the rows that lack them, and derive their visits again; run
     inside the upgrade's transaction, before this version's workers start."""
-    if is_postgres():
-        database.execute_sql("SET LOCAL statement_timeout = 0")
+    current().no_statement_timeout()
     ids = [event_id for (event_id,) in Event.select(Event.id).where(_lacking()).tuples()]
     if not ids:
         return

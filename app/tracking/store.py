@@ -23,7 +23,8 @@ import orjson
 from peewee import IntegrityError
 
 from app.context.request import NO_CONTEXT, RequestContext
-from app.storage.db import PreparedStatement, is_postgres
+from app.storage.db import PreparedStatement
+from app.storage.dialect import current
 from models import Batch, Event, Usage, database
 
 # Per-event columns; the batch-wide ones come from BatchRows.
@@ -162,7 +163,7 @@ class Outcome:
 
 def store(rows: BatchRows) -> Outcome:
     """Store the events (and the batch id), unless the batch id was already stored."""
-    if is_postgres() and rows.batch_key is not None:
+    if current().prepares_statements and rows.batch_key is not None:
         return _store_postgres(rows)
     return _store_portable(rows)
 
