@@ -12,6 +12,7 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.oauth import public, registration
 from app.oauth.metadata import ClientInformationSchema, ClientMetadataSchema
+from app.web import cors
 from app.web.bodies import raw_body
 from app.web.errors import ApiError, render
 from app.web.limits import OAUTH, limited
@@ -93,18 +94,7 @@ QUERY = tuple({"name": name, "in": "query", "schema": {"type": "string"}}
               for name in AUTHORIZATION_PARAMETERS)
 
 
-@bp.after_request
-def _cors(response: Response) -> Response:
-    if request.endpoint in CORS_ENDPOINTS:
-        response.headers["Access-Control-Allow-Origin"] = "*"
-        if request.method == "OPTIONS":
-            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = (
-                "Authorization, Content-Type, MCP-Protocol-Version")
-            response.headers["Access-Control-Max-Age"] = "86400"
-        else:
-            response.headers["Access-Control-Expose-Headers"] = "Retry-After"
-    return response
+cors.enable_public(bp, CORS_ENDPOINTS)
 
 
 @bp.get(f"{public.RESOURCE_METADATA_PATH}{public.MCP_PATH}")
