@@ -8,10 +8,19 @@ a browser-based client (the MCP Inspector) calls them from its own page. The aut
 endpoint is a page for a person and answers in HTML, its faults and rate limit too.
 """
 from flask import Blueprint, Response, jsonify, request
-from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.oauth import public, registration
 from app.oauth.metadata import ClientInformationSchema, ClientMetadataSchema
+from app.oauth.schemas import (
+    QUERY,
+    RESOURCE_METADATA,
+    SERVER_METADATA,
+    ConsentFormSchema,
+    OAuthErrorSchema,
+    RevocationRequestSchema,
+    TokenRequestSchema,
+    TokenSchema,
+)
 from app.web import cors
 from app.web.bodies import raw_body
 from app.web.errors import ApiError, render
@@ -23,76 +32,6 @@ bp = Blueprint("oauth", __name__)
 CORS_ENDPOINTS = {"oauth.resource_metadata", "oauth.server_metadata", "oauth.register",
                   "oauth.token", "oauth.revoke"}
 HTML = Media("text/html", {"type": "string"})
-AUTHORIZATION_PARAMETERS = ("response_type", "client_id", "redirect_uri", "code_challenge",
-                            "code_challenge_method", "state", "scope", "resource")
-STRING_LIST = {"type": "array", "items": {"type": "string"}}
-RESOURCE_METADATA = {"type": "object", "required": ["resource", "authorization_servers"],
-                     "properties": {"resource": {"type": "string"},
-                                    "authorization_servers": STRING_LIST,
-                                    "scopes_supported": STRING_LIST,
-                                    "bearer_methods_supported": STRING_LIST,
-                                    "resource_name": {"type": "string"}}}
-SERVER_METADATA = {"type": "object", "required": ["issuer", "authorization_endpoint",
-                                                  "token_endpoint"],
-                   "properties": {name: {"type": "string"} for name in (
-                       "issuer", "authorization_endpoint", "token_endpoint",
-                       "registration_endpoint", "revocation_endpoint")}}
-
-
-class OAuthErrorSchema(Schema):
-    error = fields.String(required=True, metadata={
-        "description": "invalid_request, invalid_client, invalid_grant, unauthorized_client, "
-                       "unsupported_grant_type, invalid_scope, invalid_redirect_uri, "
-                       "invalid_client_metadata, temporarily_unavailable; or a sentence (a body "
-                       "that is not JSON, a rate limit)."})
-    error_description = fields.String(metadata={"description": "One sentence."})
-
-
-class TokenRequestSchema(Schema):
-    class Meta:
-        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
-
-    grant_type = fields.String(required=True, validate=validate.OneOf(
-        ["authorization_code", "refresh_token"]))
-    client_id = fields.String(required=True)
-    code = fields.String(metadata={"description": "authorization_code: the code (10 minutes, "
-                                                  "once)."})
-    redirect_uri = fields.String(metadata={"description": "authorization_code: as authorized."})
-    code_verifier = fields.String(metadata={"description": "authorization_code: PKCE (S256)."})
-    refresh_token = fields.String(metadata={"description": "refresh_token: rotates."})
-    resource = fields.String(metadata={"description": "Optional: PUBLIC/api/mcp."})
-    scope = fields.String(metadata={"description": "Optional: stats:read."})
-
-
-class TokenSchema(Schema):
-    access_token = fields.String(required=True, metadata={"description": "1 hour."})
-    token_type = fields.String(required=True, validate=validate.Equal("Bearer"))
-    expires_in = fields.Integer(required=True)
-    refresh_token = fields.String(required=True, metadata={"description": "30 days unused."})
-    scope = fields.String(required=True, validate=validate.Equal(public.SCOPE))
-
-
-class RevocationRequestSchema(Schema):
-    class Meta:
-        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
-
-    token = fields.String(metadata={"description": "An access or refresh token of the client."})
-    token_type_hint = fields.String()
-    client_id = fields.String()
-
-
-class ConsentFormSchema(Schema):
-    class Meta:
-        unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
-
-    connect_code = fields.String(metadata={"description": "From `flask agents connect`."})
-    decision = fields.String(validate=validate.OneOf(["allow", "deny"]))
-    csrf_token = fields.String(metadata={"description": "As the consent page gave it."})
-
-
-QUERY = tuple({"name": name, "in": "query", "schema": {"type": "string"}}
-              for name in AUTHORIZATION_PARAMETERS)
-
 
 cors.enable_public(bp, CORS_ENDPOINTS)
 
