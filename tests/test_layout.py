@@ -1,15 +1,16 @@
 """The layout's rules, read from the imports of app/, blueprints/ and models/ (README "Layout";
 docs/ARCHITECTURE.md).
 
-A module at the top of app/ is shared by two or more surfaces; a folder in app/ is one domain.
-Imports go one way: models import neither app nor blueprints; app does not import blueprints;
-a shared module imports no domain folder; domains import each other only as the table below
-allows (the command line, app/cli/, is a surface like blueprints/: it may call any domain, e.g.
-`flask agents` calls app.oauth); no module imports itself back through others; no module under
-app/ is longer than MAX_LINES; and the read side (app/analytics) never asks which database it
-runs on: what the two databases spell differently is app/storage/dialect.py's. `create_app`
-(app/__init__.py) wires everything and is exempt. Imports inside functions count like the
-others.
+app/ holds the factory (app/__init__.py) and config.py at its top and nothing else; its folders
+are layers shared by every domain, then one folder per domain, then the command line. Imports
+go one way, down LAYERS: runtime < storage < web < access < ingest < domains < surfaces (the
+command line, app/cli/, and blueprints/; a surface may call any domain, e.g. `flask agents`
+calls app.oauth), with the one exception named in UPWARD and why. models import neither app nor
+blueprints; app does not import blueprints; domains import each other only as DOMAIN_IMPORTS
+allows; no module imports itself back through others; no module under app/ is longer than
+MAX_LINES; and only app/storage asks which database it runs on (`is_postgres`, Peewee's
+PostgresqlDatabase): everything else asks its dialect (app.storage.dialect). `create_app` wires
+everything and is exempt. Imports inside functions count like the others.
 """
 import ast
 from pathlib import Path
@@ -18,10 +19,21 @@ from tests.conftest import ROOT
 
 PACKAGES = ("app", "blueprints", "models")
 FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires
-# Folders of app/ that are one shared module split into files, not a domain.
-SHARED_PACKAGES = {"cli", "runtime", "storage", "web", "access", "ingest"}
-# Of those, the operator's surface (the command line): like blueprints/ it calls the domains.
+# The layers of app/, lowest first: each imports only from itself and the layers below it.
+LAYERS = ("runtime", "storage", "web", "access", "ingest")
+# The operator's surface (the command line): like blueprints/ it calls the domains.
 SURFACE_PACKAGES = {"cli"}
+# Folders of app/ that are not a domain.
+SHARED_PACKAGES = {*LAYERS, *SURFACE_PACKAGES}
+# Imports up the layers, each with why.
+UPWARD = {
+    # The schemas' id fields refuse what may hold an e-mail address by the ingest contract's
+    # own rule (and the OpenAPI document states its pattern), so that the two never differ.
+    ("app.web.schema", "app.ingest.privacy"),
+}
+# Where a module may ask which database it runs on, besides app/storage: the migrations, each
+# written once for the schema of its day against the database handle the runner gives it.
+DATABASE_ASKING_EXCEPTIONS = ("app/migrations",)
 MAX_LINES = 400
 DOMAIN_IMPORTS = {
     # the bot filter; the visit context of each event; its merge timer
@@ -82,6 +94,17 @@ def _is_shared(name: str) -> bool:
     return name.startswith("app.") and _domain(name) is None
 
 
+def _rank(name: str) -> int:
+    """The module's place in the order: its layer's index, then the domains, then the
+    surfaces (app.config and the factory's own package: 0)."""
+    parts = name.split(".")
+    if parts[0] == "blueprints" or _is_surface(name):
+        return len(LAYERS) + 1
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return len(LAYERS) if _domain(name) else 0
+
+
 def test_the_tree_is_read():
     assert {"app.tracking.store", "app.agent.tools", "blueprints.events", "models.event",
             "app.web.errors"} <= set(MODULES)
@@ -89,6 +112,23 @@ def test_the_tree_is_read():
     assert _domain("app.tracking.store") == "tracking" and _domain("app.tracking") == "tracking"
     assert _is_shared("app.web.errors") and not _is_shared("app.crawlers.networks")
     assert _is_shared("app.cli.keys")
+    assert _rank("app.runtime.tally") < _rank("app.storage.db") < _rank("app.web.errors") \
+        < _rank("app.access.auth") < _rank("app.ingest.privacy") < _rank("app.tracking.store") \
+        < _rank("app.cli.keys") == _rank("blueprints.events")
+
+
+def test_the_top_of_app_holds_the_factory_and_config_only():
+    assert sorted(path.name for path in (ROOT / "app").glob("*.py")) == ["__init__.py",
+                                                                         "config.py"]
+
+
+def test_imports_go_down_the_layers():
+    wrong = {(name, target) for name, targets in GRAPH.items()
+             if name.startswith("app") and name != FACTORY
+             for target in targets if target.startswith("app")
+             and _rank(target) > _rank(name) and (name, target) not in UPWARD}
+    assert not wrong
+    assert all(target in GRAPH[name] for name, target in UPWARD)  # each still needed
 
 
 def test_no_import_cycles():
@@ -153,8 +193,8 @@ def test_domains_import_each_other_one_way():
     assert not wrong
 
 
-def test_domain_packages_hold_a_docstring_only():
-    for domain in DOMAIN_IMPORTS:
+def test_domain_and_layer_packages_hold_a_docstring_only():
+    for domain in (*LAYERS, *DOMAIN_IMPORTS):
         tree = ast.parse((ROOT / "app" / domain / "__init__.py").read_text())
         assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr), domain
         assert ast.get_docstring(tree), domain
@@ -166,9 +206,12 @@ def test_no_module_under_app_is_over_max_lines():
     assert not long
 
 
-def test_the_read_side_never_asks_which_database_it_runs_on():
-    asking = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "app" / "analytics")
-                                                             .rglob("*.py"))
-              if "is_postgres" in path.read_text()
-              or "PostgresqlDatabase" in path.read_text()]
+def test_only_storage_asks_which_database_it_runs_on():
+    asking = [str(path.relative_to(ROOT)) for package in PACKAGES
+              for path in sorted((ROOT / package).rglob("*.py"))
+              if not path.relative_to(ROOT).as_posix().startswith(
+                  ("app/storage/", *DATABASE_ASKING_EXCEPTIONS))
+              and ("is_postgres" in path.read_text()
+                   or "PostgresqlDatabase" in path.read_text())]
     assert not asking
+    assert "is_postgres" in (ROOT / "app" / "storage" / "dialect.py").read_text()

@@ -176,7 +176,7 @@ def test_an_id_this_installation_did_not_sign_is_a_session_not_found(send, kind)
 def test_any_worker_reads_the_id_through_the_shared_secret(make_app, std_site, send):
     session = session_of(send)
     other = make_app()  # a process of its own: the secret is read from the database again
-    assert "egis_mcp_session_secret" not in other.extensions
+    assert "egis_instance_secrets" not in other.extensions
     response = other.test_client().post("/api/mcp", json=rpc("tools/list"), headers={
         **std_site.server_headers(), "Accept": ACCEPT, "MCP-Protocol-Version": "2025-11-25",
         "Mcp-Session-Id": session})
