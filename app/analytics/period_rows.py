@@ -20,19 +20,20 @@ from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
 from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized, when
 from app.analytics.local_time import offset_changes
-from app.analytics.vocabulary import visit_figures
+from app.analytics.vocabulary import VISIT_FIGURES, visit_figure_sql
 from app.rollups import event_slots, visit_pages, visits
 from app.storage.dialect import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
-FIGURES = ("occurred_at", "views", "bounced", "duration")  # what a visits CTE may compute
+# what a visits CTE may compute rather than read
+FIGURES = ("occurred_at", *(figure.column for figure in VISIT_FIGURES))
 
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
     """A visits CTE's columns, from the visit table or rows derived like it (`source`): the
     session, visitor and weight `w`, and of `columns` the FIGURES and the table's own. Only
     those asked for: PostgreSQL computes every column of a UNION's branches, used or not."""
-    figures = visit_figures(source)  # occurred_at: named as the event's time
+    figures = visit_figure_sql(source)  # occurred_at: named as the event's time
     return [source.session_id, source.visitor, wide(source.weight).alias("w"),
             *[(figures[column] if column in figures else getattr(source, column)).alias(column)
               for column in sorted(columns)]]

@@ -178,10 +178,9 @@ def store(rows: BatchRows) -> Outcome:
 def _present(row: dict[str, Any]) -> dict[str, Any]:
     """`row` without its null members: jsonb_to_recordset and jsonb_populate_record read a
     missing key as NULL, and PostgreSQL parses every key it is sent. Most of an event's
-    columns are null (a page view has no name, a click no campaign), and converting the JSON
-    parameter was 12 % of the group statement's time (perf); without the nulls the statement
-    took about 5 % less as the client sees it (bench/README.md, `store_nodes.py --group`), for
-    1.6 µs of Python per event."""
+    columns are null (a page view has no name, a click no campaign), so leaving them out
+    spares PostgreSQL more converting the JSON parameter than it costs Python (measured:
+    bench/README.md, `store_nodes.py --group`)."""
     return {key: value for key, value in row.items() if value is not None}
 
 
