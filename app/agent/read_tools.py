@@ -16,11 +16,11 @@ from flask import current_app
 from app.agent import batch, capacity
 from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.text import render_describe, render_funnel, render_query
-from app.analytics import base, describe, funnel, query
-from app.analytics.base import ArgumentError, closest
+from app.analytics import describe, funnel, query, reading
+from app.analytics.errors import ArgumentError, closest
 from app.analytics.filters import parse_filters
+from app.analytics.period import PERIODS, Period, resolve_period
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
-from app.rollups import reads
 from app.storage.dialect import QueryShapeError, QueryTimeoutError
 from app.web.schema import whole_number
 from models import Site
@@ -37,28 +37,23 @@ TOO_COMPLEX = ("The database cannot run a query of this shape: give fewer filter
 
 
 def answer_or_tool_error(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """`run()` within base.reading with the configured time limit, after merging what the
-    rollups do not hold yet, on the read replica when there is one and it has caught up
-    (app.rollups.reads): so the answer counts every event stored before the call. The read's
-    warnings join the answer's; a stopped statement, or one the database refused for its shape
-    (never a 503 that blames the database), becomes a ToolError. In a batch, the call has the
-    time its members before it left of that limit (app.agent.batch). A worker runs at most
-    capacity.CALLS_AT_ONCE calls at once: past that, a ToolError says to call again."""
+    """`run()` through the one read entry (app.analytics.reading.answer: merge, replica or
+    primary, one snapshot, the configured time limit), so the answer counts every event stored
+    before the call. The read's warnings join the answer's; a stopped statement, or one the
+    database refused for its shape (never a 503 that blames the database), becomes a
+    ToolError. In a batch, the call has the time its members before it left of that limit
+    (app.agent.batch). A worker runs at most capacity.CALLS_AT_ONCE calls at once: past that,
+    a ToolError says to call again."""
     limit = float(current_app.config.get("AGENT_QUERY_SECONDS", DEFAULT_TIMEOUT_SECONDS))
     spent = batch.seconds_spent()
     seconds = limit if spent is None else limit - spent
     if seconds <= 0:
         raise ToolError(BATCH_SPENT.format(seconds=limit, what="not run"))
-
-    def within_limit() -> dict[str, Any]:
-        with base.reading(seconds):
-            return run()
-
     try:
         with capacity.slot() as free:
             if not free:
                 raise ToolError(capacity.BUSY.format(count=capacity.CALLS_AT_ONCE))
-            found, warnings = reads.answer(within_limit)
+            found, warnings = reading.answer(run, seconds)
     except QueryTimeoutError:
         if spent:
             raise ToolError(BATCH_SPENT.format(seconds=limit, what="stopped")) from None
@@ -91,7 +86,7 @@ def _date(arguments: dict[str, Any], name: str) -> date | None:
 
 PERIOD_PROPERTIES: dict[str, Any] = {
     "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
-    "period": {"type": "string", "enum": list(base.PERIODS)},
+    "period": {"type": "string", "enum": list(PERIODS)},
 }
 PERIOD_KEYS = tuple(PERIOD_PROPERTIES)
 
@@ -116,7 +111,7 @@ def catalogue_schema(schema: dict[str, Any], top: bool = True) -> dict[str, Any]
 
 def _tool(name: str, title: str, description: str, properties: dict[str, Any],
           required: list[str], output: dict[str, Any],
-          run: Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]],
+          run: Callable[[Site, Period, dict[str, Any]], dict[str, Any]],
           render: Callable[[dict[str, Any]], str]) -> Tool:
     valid = (*properties, *PERIOD_KEYS)
 
@@ -126,7 +121,7 @@ def _tool(name: str, title: str, description: str, properties: dict[str, Any],
                 if key not in valid:
                     raise ArgumentError(f"Unknown argument {key!r} of {name}.{closest(key, valid)}"
                                         f" Valid arguments: {', '.join(valid)}.")
-            period = base.resolve_period(site.timezone, _date(arguments, "from"),
+            period = resolve_period(site.timezone, _date(arguments, "from"),
                                          _date(arguments, "to"), arguments.get("period"))
             found = answer_or_tool_error(lambda: run(site, period, arguments))
         except ArgumentError as error:
@@ -157,7 +152,7 @@ FILTERS = {
 }
 
 
-def _run_query(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+def _run_query(site: Site, period: Period, arguments: dict[str, Any]) -> dict[str, Any]:
     return query.run_query(site, period, query.parse_query(arguments))
 
 
@@ -196,7 +191,7 @@ QUERY = _tool(
     _run_query, render_query)
 
 
-def _run_funnel(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+def _run_funnel(site: Site, period: Period, arguments: dict[str, Any]) -> dict[str, Any]:
     unit = arguments.get("unit", "visit")
     raw_window = arguments.get("window_hours", funnel.DEFAULT_WINDOW_HOURS)
     whole = whole_number(raw_window)  # 24.0 is 24, as JSON Schema's integer says
@@ -234,7 +229,7 @@ FUNNEL = _tool(
     _run_funnel, render_funnel)
 
 
-def _run_describe(site: Site, period: base.Period, arguments: dict[str, Any]) -> dict[str, Any]:
+def _run_describe(site: Site, period: Period, arguments: dict[str, Any]) -> dict[str, Any]:
     extra = {key: arguments[key] for key in ("dimension", "search", "limit")
              if arguments.get(key) is not None}
     found = describe.describe(site, period, **extra)

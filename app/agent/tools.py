@@ -38,17 +38,19 @@ from app.agent.text import (
     render_revenue,
     render_vitals,
 )
-from app.analytics import base, crawlers, ingest_health, overview, performance, revenue
+from app.analytics import crawlers, ingest_health, overview, performance, revenue
+from app.analytics.errors import ArgumentError
+from app.analytics.period import PERIODS, Period, resolve_period
 from app.web.errors import format_validation_messages
 from app.web.openapi import API_VERSION
 from app.web.schema import json_schema_of
 from models import Site
 
-Run = Callable[[Site, base.Period, dict[str, Any]], dict[str, Any]]
+Run = Callable[[Site, Period, dict[str, Any]], dict[str, Any]]
 CATALOGUE_LIMIT = 16_000  # characters of the tools/list answer (JSON), chart apps' _meta included
 
 
-def zone_of(period: base.Period) -> dict[str, str]:
+def zone_of(period: Period) -> dict[str, str]:
     """These tools name the zone when it is not UTC, so a UTC site's answers stay as they
     were for existing clients; query, funnel and describe_data always name it."""
     return {} if period.timezone == "UTC" else {"timezone": period.timezone}
@@ -65,10 +67,10 @@ def _tool(name: str, title: str, description: str, args: type[Schema], result: t
             raise ToolError(f"Invalid arguments for {name}: "
                             f"{format_validation_messages(error.messages)}") from None
         try:
-            period = base.resolve_period(site.timezone, loaded.pop("from_", None),
+            period = resolve_period(site.timezone, loaded.pop("from_", None),
                                          loaded.pop("to", None), loaded.pop("period", None))
             found = answer_or_tool_error(lambda: run(site, period, loaded))
-        except base.ArgumentError as error:
+        except ArgumentError as error:
             raise ToolError(f"Invalid arguments for {name}: {error}") from None
         structured = {"site": site.domain, "from": period.first.isoformat(),
                       "to": period.last.isoformat(), **zone_of(period), **found}
@@ -117,7 +119,7 @@ TOOLS = [
 
 INSTRUCTIONS = ("Read-only web analytics of one site (the site of the key). Every tool takes "
                 "`from`/`to` (local days of the site's time zone, inclusive, YYYY-MM-DD) or "
-                f"`period` ({', '.join(base.PERIODS)}: days ending today; default the last "
+                f"`period` ({', '.join(PERIODS)}: days ending today; default the last "
                 "30 days). "
                 "Figures are weighted by sampling weights and say `estimated` when a site "
                 "over its quota was sampled; rates are percent with 1 decimal. Start with "

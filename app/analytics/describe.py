@@ -16,16 +16,12 @@ from typing import Any
 from peewee import Select, fn
 
 from app.analytics import query, vocabulary
-from app.analytics.base import (
-    ArgumentError,
-    Period,
-    as_count,
-    concurrently,
-    event_scope,
-    fetch,
-    timestamp,
-)
+from app.analytics.errors import ArgumentError
+from app.analytics.events import event_scope, fetch
+from app.analytics.numbers import as_count, timestamp
+from app.analytics.period import Period
 from app.analytics.period_rows import type_sums
+from app.analytics.reading import concurrently
 from app.storage.dialect import in_partial_indexes, object_keys, text_size, wide
 from models import Event, Site
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from peewee import Case, Expression, fn
 
-from app.analytics.base import ArgumentError, unknown
+from app.analytics.errors import ArgumentError, unknown
 from app.analytics.vocabulary import Dimension, Row, dimension
 from app.storage.dialect import all_of, any_of, position, starts_with
 

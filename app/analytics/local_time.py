@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 from peewee import Case, ColumnBase
 
-from app.analytics.base import Period
+from app.analytics.period import Period
 from app.storage.dialect import BUCKET_FORMATS, local_bucket
 
 

@@ -13,16 +13,10 @@ from peewee import (
 )
 
 from app.analytics import percentile
-from app.analytics.base import (
-    Period,
-    as_count,
-    event_filter,
-    event_rows,
-    fetch,
-    is_sampled,
-    top_keys,
-    when,
-)
+from app.analytics.events import event_filter, event_rows, fetch, is_sampled, when
+from app.analytics.numbers import as_count
+from app.analytics.period import Period
+from app.analytics.ranking import top_keys
 from app.storage.dialect import (
     bytewise,
     in_partial_indexes,

@@ -18,8 +18,10 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
-from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized, when
+from app.analytics.events import event_scope, fetch, is_sampled, when
 from app.analytics.local_time import offset_changes
+from app.analytics.period import Period
+from app.analytics.reading import memoized
 from app.analytics.vocabulary import VISIT_FIGURES, visit_figure_sql
 from app.rollups import event_slots, visit_pages, visits
 from app.storage.dialect import wide
@@ -55,7 +57,7 @@ class Edges:
 
 
 def edges(site: Site, period: Period) -> Edges:
-    """The period's Edges, found once per tool call (base.memoized)."""
+    """The period's Edges, found once per tool call (reading.memoized)."""
     return memoized(("edges", site.id, period), lambda: _edges(site, period))
 
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from peewee import Case, ColumnBase
 
-from app.analytics.base import ArgumentError, Period, percent, unknown
+from app.analytics.errors import ArgumentError, unknown
 from app.analytics.local_time import time_bucket
+from app.analytics.numbers import percent
+from app.analytics.period import Period
 from app.storage.dialect import json_text, seconds_between
 from models.visit import INTERACTIONS
 

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.analytics.base import Period
 from app.analytics.overview import overview
+from app.analytics.period import Period
 from app.analytics.revenue import credited, revenue_by
 from app.retention import prune
 from app.tracking import pipeline

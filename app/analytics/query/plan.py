@@ -3,14 +3,15 @@ answer (rollup_plans), the visits alone when the rows are visits, the events oth
 per (event dimensions, session) and joined to their visits (time:* rows: time_plan).
 
 Filters on visit:* select visits (and their events); filters on event:* select events, and a
-visit counts when it has a selected event. Every event read is of `base.event_scope`.
+visit counts when it has a selected event. Every event read is of `events.event_scope`.
 """
 from typing import Any
 
 from peewee import JOIN, Select
 
-from app.analytics.base import Period, event_scope, is_sampled
+from app.analytics.events import event_scope, is_sampled
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves
+from app.analytics.period import Period
 from app.analytics.period_rows import visits_cte
 from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan_shape import (

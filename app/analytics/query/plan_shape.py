@@ -5,7 +5,7 @@ from typing import Any
 
 from peewee import SQL, Value, fn
 
-from app.analytics.base import is_sampled, when
+from app.analytics.events import is_sampled, when
 from app.analytics.filters import Filters, leaves
 from app.analytics.vocabulary import METRICS, VISIT_FIGURES, Dimension
 from app.storage.dialect import wide

@@ -6,8 +6,9 @@ from typing import Any
 
 from peewee import SQL, Select, Value, fn
 
-from app.analytics.base import Period, is_sampled, when
+from app.analytics.events import is_sampled, when
 from app.analytics.filters import Filters, Leaf, compile_filters, leaves
+from app.analytics.period import Period
 from app.analytics.period_rows import pages_cte, slot_rows, slots_cover
 from app.analytics.query.arguments import PAGE, TYPE, Query
 from app.analytics.query.plan_shape import Plan

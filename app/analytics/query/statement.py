@@ -12,7 +12,7 @@ from typing import Any
 
 from peewee import SQL, Case, EnclosedNodeList, NodeList, Select, Value, fn
 
-from app.analytics.base import Period
+from app.analytics.period import Period
 from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan import choose_plan
 from app.analytics.query.plan_shape import keys_of, needed_sums

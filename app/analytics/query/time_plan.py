@@ -5,7 +5,8 @@ from typing import Any
 
 from peewee import JOIN, Select
 
-from app.analytics.base import Period, is_sampled
+from app.analytics.events import is_sampled
+from app.analytics.period import Period
 from app.analytics.query.arguments import Query
 from app.analytics.query.plan_shape import (
     EVENT_METRICS,
