@@ -78,8 +78,9 @@ def _edges(site: Site, period: Period) -> Edges:
     """Their events in the period lie after its start and before the last early visit's end,
     or after the first late visit's start: two index ranges, each written with one lower and
     one upper bound. Written as the period's bounds and a tighter one beside them, SQLite
-    ranged the index by the period's end and tested the whole period: 356,273 index entries
-    for 20 events at 1 M events, 40 ms of an 80-100 ms breakdown."""
+    ranged the index by the period's end and tested the whole period: hundreds of thousands
+    of index entries read for a handful of events (measured: bench/README.md, "Analytics: the
+    agent read surface")."""
     crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
     if not crossing:
         return Edges()

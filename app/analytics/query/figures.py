@@ -43,8 +43,9 @@ def figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     statement of their own (a visit may be in several rows), which without event filters
     reads only the visit table. Rows by visit and time dimensions (a visit is in one row:
     its first event's bucket) and their totals can come from one statement: they do where
-    the two cannot run at once (reading.concurrently); where they can, two take half the time
-    (sources at 10 M: ~420 ms against ~600) for a quarter more CPU."""
+    the two cannot run at once (reading.concurrently); where they can, two statements on two
+    cores answer sooner for a little more CPU (measured: bench/README.md, "Analytics: the
+    agent read surface")."""
     if dimensions and (any(d.kind == "event" for d in dimensions)  # a visit in several rows
                        or can_run_concurrently()):  # two statements, two cores
         rows, totals = concurrently(
