@@ -55,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
     # in the request. Reads merge first, so this bounds only the work a read may find waiting.
     "ROLLUP_MERGE_SECONDS": 2.0,
     # The longest a merge waits for inserts in flight (or another merge); a read then answers
-    # from what is merged, with a warning (app.rollups.reads).
+    # from what is merged, with a warning (app.analytics.reading).
     "ROLLUP_WAIT_SECONDS": 2.0,
     # A PostgreSQL streaming replica (hot standby) of DATABASE_URL that the agent's tools read
     # from, and how long a call waits for it to replay past its merge (app.storage.replica).

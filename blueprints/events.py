@@ -1,15 +1,14 @@
 """POST /api/events: a batch of 1 to 50 tracking events."""
 from typing import Any
 
-from flask import Blueprint, current_app, g
+from flask import Blueprint, g
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from app.context.request import request_context
-from app.tracking import anonymous, ingest
+from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
+from app.tracking.pipeline import ingest_events
 from app.web import cors
 from app.web.bodies import json_object, raw_body
-from app.web.errors import ApiError
 from app.web.openapi import documented
 from app.web.schema import (
     BEFORE_ITS_BATCH,
@@ -23,7 +22,6 @@ from app.web.schema import (
     Text,
 )
 from models.event import EVENT_TYPES
-from models.ingest_tally import REJECTED_403_PLAN
 
 MAX_EVENTS = 50
 bp = Blueprint("events", __name__)
@@ -104,16 +102,6 @@ def _extra_rules_hold(batch: dict[str, Any]) -> bool:
 LOADER = FastLoader(BatchSchema, _extra_rules_hold)
 
 
-def refuse_restricted_types(types: set[str]) -> None:
-    restricted = ingest.restricted_types(g.site, types)
-    if restricted:
-        subject = (f"Event type {restricted[0]} needs" if len(restricted) == 1
-                   else f"Event types {', '.join(restricted)} need")
-        raise ApiError(403, f"{subject} the Standard plan or above; this site is on the "
-                            f"{g.site.plan} plan. Nothing was stored.",
-                       tally_reason=REJECTED_403_PLAN, restrictedTypes=restricted)
-
-
 @bp.post("/api/events")
 @documented(
     "Ingest a batch of 1 to 50 events",
@@ -131,11 +119,5 @@ def post_events():
     body = raw_body()
     # NUL in any string: let marshmallow find and name the field.
     batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
-    refuse_restricted_types({event["type"] for event in batch["events"]})
-    batch = anonymous.derive_batch_ids(g.site.id, batch)
-    result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
-                                 current_app.config["SAMPLE_RATE"],
-                                 current_app.extensions.get("egis_writer"),
-                                 request_context(batch.get("fingerprint")))
-    return result.body()
+    return ingest_events(g.site, batch).body()
 

@@ -1,13 +1,13 @@
 """POST /api/goals: one conversion goal, stored as an event of type `goal`."""
 from typing import Any
 
-from flask import Blueprint, current_app, g
+from flask import Blueprint, g
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from app.context.request import request_context
 from app.ingest.idempotency import idempotent, once
-from app.tracking import anonymous, ingest
+from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
+from app.tracking.pipeline import ingest_posted_goal
 from app.web import cors
 from app.web.bodies import json_object, raw_body
 from app.web.openapi import documented
@@ -73,9 +73,7 @@ def post_goal():
 
 
 def store_goal(goal: dict[str, Any]) -> dict[str, Any]:
-    goal = anonymous.derive_goal_ids(g.site.id, goal)
-    result = ingest.ingest_goal(g.site, goal, current_app.extensions["egis_usage"],
-                                current_app.config["SAMPLE_RATE"], request_context())
+    result = ingest_posted_goal(g.site, goal)
     body = {"success": True}
     if result.sampled:
         body["sampled"] = True

@@ -9,9 +9,10 @@ hold and what each of its members costs, so that a batch costs what as many POST
   it, is answered RATE_LIMITED without running; the members before it have run. A notification
   or a client's response over the limit is dropped (it is owed no answer).
 - The members share one call's time limit (EGIS_AGENT_QUERY_SECONDS): a tool call starts with
-  what the members before it left (app.agent.read_tools), so a POST holds its worker thread
-  about as long as one call may, whatever it holds. Before, 1,000 `query` calls ran in one POST
-  for 57.8 s, and eight such POSTs kept ingest waiting for 140 s.
+  what the members before it left (app.agent.catalogue), so a POST holds its worker thread
+  about as long as one call may, whatever it holds: without the shared limit, a POST of
+  many `query` calls held its thread for about a minute, and a few such POSTs kept ingest waiting
+  (tests/agent/test_batch.py).
 - The members share one of the worker's slots for tool calls (app.agent.capacity), the one the
   first call to find it free took.
 """

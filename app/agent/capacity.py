@@ -8,11 +8,9 @@ A call that finds no free slot is answered at once with a tool error saying to c
 batch (app.agent.batch) runs its calls one after another in the slot its first call took
 (`one_slot`), as one call would: they do not race other requests for it between two members.
 
-Measured on a live gunicorn (tests/agent/test_capacity.py: 2 workers of 4 threads, 30,000
-events, eight POSTs of 100 heavy `query` calls, each with a key of its own): without the bound
-the POSTs held all eight threads, 2 ingest requests were answered before the first of them came
-back and one waited 8.6 s for it; with it, 163-332 were (four runs, both databases), the
-slowest in 0.35 s.
+Why: without the bound, a few POSTs of heavy `query` calls hold every thread of the workers,
+and ingest requests wait for them; with it, ingest keeps being answered while they run (shown
+on a live gunicorn by tests/agent/test_capacity.py).
 """
 import os
 import threading

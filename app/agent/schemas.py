@@ -14,8 +14,9 @@ from app.web.schema import StrictInteger
 
 class PeriodArgs(Schema):
     """`from`/`to` or `period`; the tool resolves them in the site's time zone
-    (base.resolve_period, whose error lists the valid periods), since only the site knows its
-    zone and its today. The server's instructions list the periods once for every tool."""
+    (app.analytics.period.resolve_period, whose error lists the valid periods), since only the
+    site knows its zone and its today. The server's instructions list the periods once for
+    every tool."""
 
     from_ = fields.Date(data_key="from")
     to = fields.Date()

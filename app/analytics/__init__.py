@@ -35,8 +35,13 @@ Web vitals   a performance event carries each metric under its spec name in `pro
 Errors       error events grouped by `properties.message` ('(no message)' when missing).
 
 Modules, one family of queries each:
-base.py           the period, the events a read scans (event_scope), one read snapshot,
-                  weighted counts, the ranking engine
+reading.py        the one read entry (merge, replica or primary, snapshot, time limit, run)
+                  and the reads of one call run at once (`concurrently`)
+period.py         the period a tool asks for: local days and their UTC bounds
+errors.py         a tool argument's refusal (ArgumentError) and its closest valid value
+events.py         the SQL every read shares over the event table (event_scope, sampling)
+numbers.py        how figures are written: counts, rates, days, instants
+ranking.py        the ranking engine: top keys per dimension in one statement
 vocabulary.py     the definitions: metrics and dimensions with their SQL
 local_time.py     the site's local hours, days, weeks and months in SQL
 filters.py        the `query` tool's filters, parsed and compiled

@@ -6,7 +6,9 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, fetch, timestamp, when
+from app.analytics.events import fetch, when
+from app.analytics.numbers import timestamp
+from app.analytics.period import Period
 from app.storage.dialect import bytewise
 from models import CrawlHit
 

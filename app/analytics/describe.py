@@ -16,16 +16,12 @@ from typing import Any
 from peewee import Select, fn
 
 from app.analytics import query, vocabulary
-from app.analytics.base import (
-    ArgumentError,
-    Period,
-    as_count,
-    concurrently,
-    event_scope,
-    fetch,
-    timestamp,
-)
+from app.analytics.errors import ArgumentError
+from app.analytics.events import event_scope, fetch
+from app.analytics.numbers import as_count, timestamp
+from app.analytics.period import Period
 from app.analytics.period_rows import type_sums
+from app.analytics.reading import concurrently
 from app.storage.dialect import in_partial_indexes, object_keys, text_size, wide
 from models import Event, Site
 
@@ -62,9 +58,9 @@ def _carriers(site: Site, period: Period) -> Select:
     On PostgreSQL, those whose properties are SHORT_PROPERTIES bytes or less as text come from
     event_named_properties (0013) without reading the table, the longer ones (normally none)
     from event_named_long_properties and the table (app.storage.dialect.in_partial_indexes). The two
-    conditions are spelled as the indexes' are, or the planner would not use them: their
-    properties read from the table took 540-750 ms at 10 million events (30 days: 64,000
-    events), the key count from the index 45-65 ms."""
+    conditions are spelled as the indexes' are, or the planner would not use them: counting
+    the keys from the index is an order of magnitude faster than reading the properties from
+    the table (measured: bench/README.md, "Analytics: the agent read surface")."""
     columns = (Event.type.alias("type"), Event.name.alias("name"),
                Event.weight.alias("weight"), Event.properties.alias("properties"))
     carrying = (_in_period(site, period) & Event.type.in_(tuple(NAMED_TYPES))

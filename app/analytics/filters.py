@@ -23,7 +23,7 @@ from typing import Any
 
 from peewee import Case, Expression, fn
 
-from app.analytics.base import ArgumentError, unknown
+from app.analytics.errors import ArgumentError, unknown
 from app.analytics.vocabulary import Dimension, Row, dimension
 from app.storage.dialect import all_of, any_of, position, starts_with
 
@@ -176,8 +176,8 @@ def pattern_regex(pattern: str) -> str:
 
 def pattern_condition(column: Any, pattern: str, case_sensitive: bool = True) -> Expression:
     """`column` matches the `matches` pattern: equality for a pattern without `*`, a prefix
-    range for `literal**` (the common `/blog/**`: no regular expression run per row, 0.4 µs
-    each on 650,000 page rows), else the regular expression (pattern_regex)."""
+    range for `literal**` (the common `/blog/**`: an index range instead of a regular expression
+    run on every page row), else the regular expression (pattern_regex)."""
     if case_sensitive and "*" not in pattern:
         return column == pattern
     head = pattern.removesuffix("**")

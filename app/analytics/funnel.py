@@ -36,18 +36,11 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import (
-    ArgumentError,
-    Period,
-    as_count,
-    closest,
-    event_scope,
-    fetch,
-    is_sampled,
-    percent,
-    unknown,
-)
+from app.analytics.errors import ArgumentError, closest, unknown
+from app.analytics.events import event_scope, fetch, is_sampled
 from app.analytics.filters import Filters, pattern_condition
+from app.analytics.numbers import as_count, percent
+from app.analytics.period import Period
 from app.analytics.query import matching_sessions
 from app.storage.dialect import hours_after, wide
 from models import Event, Site
@@ -175,7 +168,7 @@ def funnel(site: Site, period: Period, steps: list[dict[str, str]], unit: str = 
     """The funnel of `steps` (as `validate` returns them) for the site's `unit`s in `period`,
     `filters` as filters.parse_filters(..., visit_only=True) gives them: {"unit",
     "window_hours" (null for visits), "steps": [{"label", "count", "conversion_rate",
-    "step_conversion_rate", "dropoff"}], "estimated"}. Call it within base.reading() (SQLite's
+    "step_conversion_rate", "dropoff"}], "estimated"}. Call it within reading.reading() (SQLite's
     REGEXP for page patterns)."""
     events = [_events(site, period, step, index, unit, filters)
               for index, step in enumerate(steps)]

@@ -7,7 +7,9 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, day_of, fetch
+from app.analytics.events import fetch
+from app.analytics.numbers import day_of
+from app.analytics.period import Period
 from models import CrawlHit, Event, IngestTally, ServerEvent, database
 from models.ingest_tally import (
     BOT,

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 from peewee import Case, ColumnBase
 
-from app.analytics.base import Period
+from app.analytics.period import Period
 from app.storage.dialect import BUCKET_FORMATS, local_bucket
 
 
@@ -36,8 +36,8 @@ def offset_changes(zone: ZoneInfo, start: datetime, end: datetime) -> list[tuple
 def utc_offset(column: Any, period: Period) -> Any:
     """The zone's UTC offset in seconds at the naive UTC instant `column`: a CASE over the DST
     segments of the period (offset_changes), so the database converts without time zone
-    functions (PostgreSQL's AT TIME ZONE costs ~1 µs a row, more than the scan: 5.8 s against
-    2.7 s for 3.5 million events grouped by local day)."""
+    functions: PostgreSQL's AT TIME ZONE costs more per row than the scan itself
+    (measured: bench/README.md, "Analytics: the agent read surface")."""
     changes = offset_changes(period.zone, period.start, period.end)
     if len(changes) == 1:
         return changes[0][1]

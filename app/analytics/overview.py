@@ -3,8 +3,9 @@ the same definitions: app.analytics.vocabulary): visitors, visits, pageviews, bo
 visit_duration over the period, and events by type."""
 from typing import Any
 
-from app.analytics.base import Period, concurrently
+from app.analytics.period import Period
 from app.analytics.query import Query, read_figures
+from app.analytics.reading import concurrently
 from app.analytics.vocabulary import dimension
 from models import Site
 from models.event import EVENT_TYPES

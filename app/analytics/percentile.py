@@ -4,9 +4,9 @@ ascending values.
 PostgreSQL has it as an ordered-set aggregate. SQLite has no ordered-set aggregates: there an
 aggregate of egis's own (`SqliteP75`, registered on the connection when a query uses it:
 app.storage.dialect.percentile_cont) does PostgreSQL's arithmetic in Python, so the query is the
-same on both. It replaced a ranking of every sample with ROW_NUMBER and COUNT windows:
-get_web_vitals on SQLite at 1 M events (29,400 performance events in 30 days) went from 1.6-1.8 s to
-0.40-0.45 s.
+same on both. It replaced a ranking of every sample with ROW_NUMBER and COUNT windows, which
+made get_web_vitals on SQLite several times slower (measured: bench/README.md, "Analytics: the
+ten kept MCP tools").
 """
 import math
 from typing import Any

@@ -13,16 +13,10 @@ from peewee import (
 )
 
 from app.analytics import percentile
-from app.analytics.base import (
-    Period,
-    as_count,
-    event_filter,
-    event_rows,
-    fetch,
-    is_sampled,
-    top_keys,
-    when,
-)
+from app.analytics.events import event_filter, event_rows, fetch, is_sampled, when
+from app.analytics.numbers import as_count
+from app.analytics.period import Period
+from app.analytics.ranking import top_keys
 from app.storage.dialect import (
     bytewise,
     in_partial_indexes,
@@ -60,8 +54,8 @@ def _vital_events(site_id: int, period: Period) -> Any:
     PostgreSQL reads it from migration 0012's partial indexes, apart
     (app.storage.dialect.in_partial_indexes): the events whose index entry fits
     (`_index_entry_sizes`) from event_vitals, which also holds each metric's value, so neither the
-    table nor the JSON is read (at 10 M events, 291,000 performance events in 30
-    days: 0.14-0.23 s instead of 1.5-1.9 s); the others from event_long_vitals and the table. The
+    table nor the JSON is read (several times faster at 10 M events: bench/README.md,
+    "Analytics: the ten kept MCP tools"); the others from event_long_vitals and the table. The
     conditions and `json_number` are spelled as in the indexes: the planner matches them as
     written (tests/analytics/test_web_vitals_edges.py checks the plan)."""
     # All five metrics come out of one read of each event's JSON (a select per metric read it
@@ -125,11 +119,10 @@ def _per_level(events: Any, top: Any, top_urls: Any) -> tuple[Select, tuple[Any,
     and the CTEs needed.
 
     The site's row and the top pages' are two aggregates: the site's needs no sort by page, and
-    the pages below the top ones are not aggregated at all. On PostgreSQL at 10 M events the
-    statement took 900 ms instead of 1,040 (medians of 11 interleaved runs under load; 760
-    instead of 840 in a quieter minute) with GROUPING SETS ((), page) over every page. What is
-    left is mostly percentile_cont's sorts: 5 x 291,000 values for the site, 5 x 212,000 for the
-    top ten pages."""
+    the pages below the top ones are not aggregated at all, which took PostgreSQL less time
+    than GROUPING SETS ((), page) over every page (measured: bench/README.md, "Analytics: the
+    ten kept MCP tools"). What is left is mostly percentile_cont's sorts of every sample, for
+    the site and for the top pages."""
     e, u, t = events.c, top_urls.c, top.c
     aggregates = []
     for name in VITALS:

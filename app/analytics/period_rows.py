@@ -18,21 +18,24 @@ from typing import Any
 
 from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
 
-from app.analytics.base import Period, event_scope, fetch, is_sampled, memoized, when
+from app.analytics.events import event_scope, fetch, is_sampled, when
 from app.analytics.local_time import offset_changes
-from app.analytics.vocabulary import visit_figures
+from app.analytics.period import Period
+from app.analytics.reading import memoized
+from app.analytics.vocabulary import VISIT_FIGURES, visit_figure_sql
 from app.rollups import event_slots, visit_pages, visits
 from app.storage.dialect import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
-FIGURES = ("occurred_at", "views", "bounced", "duration")  # what a visits CTE may compute
+# what a visits CTE may compute rather than read
+FIGURES = ("occurred_at", *(figure.column for figure in VISIT_FIGURES))
 
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
     """A visits CTE's columns, from the visit table or rows derived like it (`source`): the
     session, visitor and weight `w`, and of `columns` the FIGURES and the table's own. Only
     those asked for: PostgreSQL computes every column of a UNION's branches, used or not."""
-    figures = visit_figures(source)  # occurred_at: named as the event's time
+    figures = visit_figure_sql(source)  # occurred_at: named as the event's time
     return [source.session_id, source.visitor, wide(source.weight).alias("w"),
             *[(figures[column] if column in figures else getattr(source, column)).alias(column)
               for column in sorted(columns)]]
@@ -54,7 +57,7 @@ class Edges:
 
 
 def edges(site: Site, period: Period) -> Edges:
-    """The period's Edges, found once per tool call (base.memoized)."""
+    """The period's Edges, found once per tool call (reading.memoized)."""
     return memoized(("edges", site.id, period), lambda: _edges(site, period))
 
 
@@ -75,8 +78,9 @@ def _edges(site: Site, period: Period) -> Edges:
     """Their events in the period lie after its start and before the last early visit's end,
     or after the first late visit's start: two index ranges, each written with one lower and
     one upper bound. Written as the period's bounds and a tighter one beside them, SQLite
-    ranged the index by the period's end and tested the whole period: 356,273 index entries
-    for 20 events at 1 M events, 40 ms of an 80-100 ms breakdown."""
+    ranged the index by the period's end and tested the whole period: hundreds of thousands
+    of index entries read for a handful of events (measured: bench/README.md, "Analytics: the
+    agent read surface")."""
     crossing = [*_crossing(site, period.start), *_crossing(site, period.end)]
     if not crossing:
         return Edges()

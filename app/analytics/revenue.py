@@ -11,7 +11,8 @@ from peewee import (
     fn,
 )
 
-from app.analytics.base import Period, event_scope, fetch, when
+from app.analytics.events import event_scope, fetch, when
+from app.analytics.period import Period
 from app.revenue.money import MoneyError, to_major_units
 from models import Event, ServerEvent, Site, Visit
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from peewee import Case, ColumnBase
 
-from app.analytics.base import ArgumentError, Period, percent, unknown
+from app.analytics.errors import ArgumentError, unknown
 from app.analytics.local_time import time_bucket
+from app.analytics.numbers import percent
+from app.analytics.period import Period
 from app.storage.dialect import json_text, seconds_between
 from models.visit import INTERACTIONS
 
@@ -31,6 +33,21 @@ MAX_PROPERTY_KEY = 128
 # What the compiler sums per row: weighted events, page views, visits, bounced visits, their
 # page views and durations, and visitors (each weighing its largest weight).
 SUMS = ("events", "pageviews", "visits", "bounces", "views", "duration", "visitors")
+
+
+@dataclass(frozen=True)
+class VisitFigure:
+    """One of a visit's own figures: the visits CTE's column that holds it (`visit_figure_sql`),
+    its name among a statement's `selected` columns, and the entry of SUMS it adds to."""
+
+    column: str
+    selected: str
+    sums: str
+
+
+# Every table of a visit's figures reads this one.
+VISIT_FIGURES = (VisitFigure("bounced", "bounced", "bounces"), VisitFigure("views", "vpv", "views"),
+                 VisitFigure("duration", "vdur", "duration"))
 
 
 def _count(name: str) -> Callable[[dict[str, float]], int]:
@@ -84,10 +101,11 @@ def figures(sums: dict[str, Any]) -> dict[str, Any]:
     return {name: metric.value(found) for name, metric in METRICS.items() if metric.value}
 
 
-def visit_figures(visit: Any) -> dict[str, Any]:
-    """A visit's own figures in SQL, from its row (models.Visit's columns, or a row derived
-    like it): `bounced` (1 for a bounce: bounce_rate), `views` (views_per_visit) and
-    `duration` (visit_duration), and `occurred_at` (its first event: time:* buckets it)."""
+def visit_figure_sql(visit: Any) -> dict[str, Any]:
+    """A visit's own figures (VISIT_FIGURES' columns) in SQL, from its row (models.Visit's
+    columns, or a row derived like it): `bounced` (1 for a bounce: bounce_rate), `views`
+    (views_per_visit) and `duration` (visit_duration), and `occurred_at` (its first event:
+    time:* buckets it)."""
     return {"occurred_at": visit.started_at, "views": visit.pageviews,
             "bounced": Case(None, [((visit.pageviews == 1) & (visit.interactions == 0), 1)], 0),
             "duration": seconds_between(visit.started_at, visit.ended_at)}

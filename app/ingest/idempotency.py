@@ -39,8 +39,9 @@ MAX_KEY_LENGTH = 128
 # Printable ASCII; a space inside only, since HTTP servers strip the ends of a header value.
 KEY_PATTERN = "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"
 _KEY = re.compile(KEY_PATTERN)
-BAD_KEY = (f"{HEADER} header must be 1 to {MAX_KEY_LENGTH} printable ASCII characters, "
-           "with no space at either end (a UUID is a good key). Nothing was stored.")
+INVALID_KEY_ERROR = (f"{HEADER} header must be 1 to {MAX_KEY_LENGTH} printable ASCII "
+                     "characters, with no space at either end (a UUID is a good key). Nothing "
+                     "was stored.")
 OPENAPI_PARAMETER = {
     "name": HEADER, "in": "header", "required": False,
     "description": f"Makes a retry safe: a valid request repeating a key this site used on "
@@ -52,13 +53,14 @@ OPENAPI_PARAMETER = {
 }
 
 
-def presented_key() -> str | None:
-    """The request's key; None without the header; a 400 when it is not a valid key."""
+def sent_idempotency_key() -> str | None:
+    """The request's Idempotency-Key; None without the header; a 400 when it is not a valid
+    key. (app.access.auth.presented_key is the API key.)"""
     if HEADER not in request.headers:
         return None
     key = request.headers[HEADER]
     if len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
-        raise ApiError(400, BAD_KEY)
+        raise ApiError(400, INVALID_KEY_ERROR)
     return key
 
 
@@ -68,7 +70,7 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        g.idempotency_key = presented_key()
+        g.idempotency_key = sent_idempotency_key()
         return view(*args, **kwargs)
 
     wrapper.openapi_parameters = (OPENAPI_PARAMETER,)  # read by app.web.openapi
@@ -136,4 +138,4 @@ def _repeat(site_id: int, endpoint: str, key: str) -> Response:
 
 
 __all__ = ["HEADER", "KEY_DAYS", "OPENAPI_PARAMETER", "answer_once", "idempotent", "once",
-           "presented_key"]
+           "sent_idempotency_key"]

@@ -45,7 +45,7 @@ def counting_merged() -> Iterator[int]:
     up to the mark in that snapshot, those its rollups hold, and no later one (models.Event's
     `select`); yields the mark. So all figures of one answer count the same events, though
     ingest commits new ones meanwhile. A read of the same snapshot in another thread (its
-    context copied from the first: app.analytics.base's `concurrently`) keeps the mark it was
+    context copied from the first: app.analytics.reading's `concurrently`) keeps the mark it was
     handed rather than read it again: a lock request on the mark's table queued between the
     two reads would otherwise wait for the first, which waits for the second."""
     through = readable_through.get()

@@ -3,9 +3,9 @@ with their pages, app.rollups.visits and visit_pages; quarter hours, event_slots
 table's merge rules (app.rollups.upserts), and the mark moved past them (app.rollups.mark).
 
 Why after ingest: merged in the store statement, the three upserts were a fixed cost of every
-request: PostgreSQL executed 2.6 times the instructions of the tree before them (75ace7a) for a
-1-event batch; merged here, many batches share one statement of each kind, and a batch's share
-is 1.38 times (bench/README.md, "Instructions per request on both sides").
+request, which multiplied PostgreSQL's work for a 1-event batch; merged here, many batches
+share one statement of each kind, and a batch's share is a fraction of that (measured:
+bench/README.md, "Instructions per request on both sides").
 
 How: `merge` derives the rows of the events after the mark (the same `derived` the rebuilds
 use) and upserts them in transactions of at most MERGE_IDS ids that each move the mark, so each
@@ -44,8 +44,8 @@ DEFAULT_WAIT_SECONDS = 2.0  # EGIS_ROLLUP_WAIT_SECONDS's default (app.config)
 @cache
 def _merge_statements(dialect: Dialect) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """The three upserts of the events in an id range (_AFTER, _THROUGH], rendered once per
-    kind of database: rendering them took Peewee 13 ms of a merge's 16 ms of CPU (cProfile,
-    PostgreSQL, five new events). Rendered in an empty context: no read's bound on the events
+    kind of database: rendering them was most of a small merge's CPU (cProfile). Rendered in an
+    empty context: no read's bound on the events
     (app.rollups.mark.counting_merged) may enter them."""
     return Context().run(_render_merge_statements, dialect)
 

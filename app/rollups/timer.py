@@ -1,6 +1,6 @@
 """When a worker merges (app.rollups.merging): EGIS_ROLLUP_MERGE_SECONDS after it stored
 events (a daemon timer, like app.runtime.tally's buffer; 0: in the request). Every read of the agent
-surface merges first as well (app.rollups.reads)."""
+surface merges first as well (app.analytics.reading)."""
 import logging
 
 from flask import Flask, current_app

@@ -73,7 +73,7 @@ def make_database(url: str, max_connections: int = 8, idle_transaction_seconds: 
     On PostgreSQL a transaction of egis's left idle `idle_transaction_seconds` ends the
     session (idle_in_transaction_session_timeout): a stuck worker can then hold no lock, nor
     the rollups' merge (app.rollups.mark), for longer. No egis transaction idles by design but
-    a tool call's, while a statement of its own runs beside it (app.analytics.base's
+    a tool call's, while a statement of its own runs beside it (app.analytics.reading's
     `concurrently`): so the value must exceed EGIS_AGENT_QUERY_SECONDS (20 s)."""
     scheme, _, rest = url.partition("://")
     if scheme in ("postgres", "postgresql"):

@@ -27,7 +27,6 @@ from peewee import EXCLUDED, Case, Value
 from app.tracking import ingest
 from app.web.limits import client_network
 from models import VisitorSalt, VisitorState
-from models.site import utcnow
 
 DERIVE = "-"  # the id a storage-free tracker sends: "egis, derive it"
 VISIT_GAP = timedelta(minutes=30)
@@ -112,11 +111,11 @@ def derived_ids(site_id: int, anonymous_id: str | None, session_id: str | None,
     return (visitor if anonymous_id == DERIVE else anonymous_id), session_id
 
 
-def derive_batch_ids(site_id: int, batch: dict[str, Any]) -> dict[str, Any]:
-    """A validated batch of POST /api/events with its "-" ids derived (DERIVE)."""
+def derive_batch_ids(site_id: int, batch: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A validated batch of POST /api/events, received at `now`, with its "-" ids derived
+    (DERIVE)."""
     if DERIVE not in (batch["anonymousId"], batch["sessionId"]):
         return batch
-    now = utcnow()
     times = [ingest.occurred_at(now, batch["timestamp"], event["timestamp"])
              for event in batch["events"]]
     anonymous_id, session_id = derived_ids(site_id, batch["anonymousId"], batch["sessionId"],
@@ -124,11 +123,11 @@ def derive_batch_ids(site_id: int, batch: dict[str, Any]) -> dict[str, Any]:
     return {**batch, "anonymousId": anonymous_id, "sessionId": session_id}
 
 
-def derive_goal_ids(site_id: int, goal: dict[str, Any]) -> dict[str, Any]:
-    """A validated goal of POST /api/goals with its "-" ids derived (DERIVE)."""
+def derive_goal_ids(site_id: int, goal: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A validated goal of POST /api/goals, received at `now`, with its "-" ids derived
+    (DERIVE)."""
     if DERIVE not in (goal.get("anonymous_id"), goal.get("session_id")):
         return goal
-    now = utcnow()
     moment = ingest.goal_time(ingest.parse_client_timestamp(goal.get("client_timestamp")), now)
     anonymous_id, session_id = derived_ids(site_id, goal.get("anonymous_id"),
                                            goal.get("session_id"), now, moment, moment)

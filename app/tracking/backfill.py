@@ -12,9 +12,9 @@ are derived again, so the read side, which reads those columns only, counts them
   up to the rollups' mark (app.rollups.visits.rebuild); the events after the mark are merged
   later, already filled.
 
-Finding the rows reads the event table once (a sequential scan: 13.8 s at 10 million events
-on the 2-core bench machine, bench/README.md, "Migration 0016"); a database whose rows all
-came through ingest since 0006 finds none and changes nothing.
+Finding the rows reads the event table once (a sequential scan, paid once by the upgrade: its
+time at 10 million events is in bench/README.md, "Read side at a glance"); a database whose
+rows all came through ingest since 0006 finds none and changes nothing.
 """
 from collections import defaultdict
 

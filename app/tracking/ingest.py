@@ -20,7 +20,6 @@ from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
 from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
-from models.site import utcnow
 
 # Types that need the Standard plan or above.
 PAID_TYPES = frozenset({"performance", "error"})
@@ -118,26 +117,26 @@ def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float,
     }
 
 
-def ingest_batch(site: Site, batch: dict[str, Any], usage: quota.UsageCache,
-                 sample_rate: float, writer: GroupWriter | None = None,
+def ingest_batch(site: Site, batch: dict[str, Any], received_at: datetime,
+                 usage: quota.UsageCache, sample_rate: float, writer: GroupWriter | None = None,
                  context: RequestContext = NO_CONTEXT) -> IngestResult:
-    """Store a validated, plan-checked batch; idempotent on the batch id.
+    """Store a validated, plan-checked batch received at `received_at`; idempotent on the batch
+    id (app.tracking.pipeline runs it).
 
     With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
     ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone. `context` is the request's
     visit context (app.context.request), stored with every event.
     """
-    now = utcnow()
-    period = quota.period_of(now)
+    period = quota.period_of(received_at)
     decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, period)
     events = batch["events"]
-    rows = ([event_row(e, now, batch["timestamp"], site.domain) for e in events]
+    rows = ([event_row(e, received_at, batch["timestamp"], site.domain) for e in events]
             if decision.keep else [])
     batch_rows = store.BatchRows(
         site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
-        sent_ts=int(batch["timestamp"]), received_at=now, weight=decision.weight, events=rows,
-        period=period, shard=quota.shard(), context=context)
+        sent_ts=int(batch["timestamp"]), received_at=received_at, weight=decision.weight,
+        events=rows, period=period, shard=quota.shard(), context=context)
     if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
         outcome = writer.store(batch_rows)
     else:
@@ -184,12 +183,12 @@ def goal_time(client_ms: int | None, received_at: datetime) -> datetime:
     return min(moment, received_at)
 
 
-def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
-                sample_rate: float, context: RequestContext = NO_CONTEXT) -> IngestResult:
-    """Store a goal posted to /api/goals as an event of type `goal`, with the request's
-    visit context."""
-    now = utcnow()
-    period = quota.period_of(now)
+def ingest_goal(site: Site, goal: dict[str, Any], received_at: datetime,
+                usage: quota.UsageCache, sample_rate: float,
+                context: RequestContext = NO_CONTEXT) -> IngestResult:
+    """Store a goal posted to /api/goals, received at `received_at`, as an event of type
+    `goal`, with the request's visit context (app.tracking.pipeline runs it)."""
+    period = quota.period_of(received_at)
     session_key = goal.get("session_id") or goal.get("anonymous_id")
     decision = decide_sampling(site, session_key, usage, sample_rate, period)
     if not decision.keep:
@@ -201,12 +200,13 @@ def ingest_goal(site: Site, goal: dict[str, Any], usage: quota.UsageCache,
     page_url, referrer = goal.get("page_url"), goal.get("referrer")
     store.store(store.BatchRows(
         site_id=site.id, batch_key=None, session_id=goal.get("session_id"),
-        anonymous_id=goal.get("anonymous_id"), user_id=None, sent_ts=None, received_at=now,
-        weight=decision.weight, period=period, shard=quota.shard(), context=context,
+        anonymous_id=goal.get("anonymous_id"), user_id=None, sent_ts=None,
+        received_at=received_at, weight=decision.weight, period=period, shard=quota.shard(),
+        context=context,
         events=[{"type": "goal", "name": goal["goal_name"], "page_url": page_url,
                  "page_title": goal.get("page_title"), "referrer": referrer,
                  "properties": properties, "client_ts": client_ms,
-                 "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, now),
+                 "client_time_raw": raw_time, "occurred_at": goal_time(client_ms, received_at),
                  **page_columns("goal", page_url, referrer, site.domain)}]))
     usage.add(site.id, period, 1)
     metrics.count_stored_events(["goal"])

@@ -7,15 +7,17 @@ duplicate the same statement reads the stored copy's event count, which the answ
 events travel as one JSON array parameter unpacked by jsonb_to_recordset: one round trip, no
 query per event, and almost no Python work per event; the statement is prepared once per
 connection (app.storage.db.PreparedStatement). Peewee's query builder has no way to
-spell a column definition list (`AS e(type text, ...)`), hence the hand-written statement,
-kept to this module. SQLite (the zero-setup default) gets the same effect with Peewee queries
+spell a column definition list (`AS e(type text, ...)`), hence statements written here, kept
+to this module, their column lists rendered from one table of the event's columns
+(EVENT_TABLE). SQLite (the zero-setup default) gets the same effect with Peewee queries
 in one transaction. The request's visit context (app.context.request: country, device, ...) is
 the same for every event of a request, so it travels as statement parameters (a group's, as
 fields of each batch), not once per event. The rollups (visits, their pages, quarter hours)
 are not written here: app.rollups merges the stored events into them later, in bulk, which
 costs PostgreSQL far less than three upserts in every request's statement.
 """
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -27,44 +29,70 @@ from app.storage.db import PreparedStatement
 from app.storage.dialect import current
 from models import Batch, Event, Usage, database
 
-# Per-event columns; the batch-wide ones come from BatchRows.
-EVENT_COLUMNS = ("type", "name", "page_url", "page_title", "referrer", "properties",
-                 "client_ts", "occurred_at", "path", "hostname", "source", "channel",
-                 "referrer_url", "utm_source", "utm_medium", "utm_campaign", "utm_content",
-                 "utm_term")
+# The event table's columns as a batch stores them, in the INSERT's order: an event's own (its
+# PostgreSQL type: they travel in the JSON array of events) or the batch's (None: one value for
+# every event of the batch, a statement parameter or a field of the group's row).
+CONTEXT_COLUMNS = tuple(column.name for column in fields(RequestContext))
+EVENT_TABLE: tuple[tuple[str, str | None], ...] = (
+    ("site_id", None), ("batch_id", None), ("session_id", None), ("anonymous_id", None),
+    ("user_id", None), ("type", "text"), ("name", "text"), ("page_url", "text"),
+    ("page_title", "text"), ("referrer", "text"), ("properties", "jsonb"), ("client_ts", "bigint"),
+    ("sent_ts", None), ("occurred_at", "timestamp"), ("received_at", None), ("weight", None),
+    ("path", "text"), ("hostname", "text"), ("source", "text"), ("channel", "text"),
+    ("referrer_url", "text"), ("utm_source", "text"), ("utm_medium", "text"),
+    ("utm_campaign", "text"), ("utm_content", "text"), ("utm_term", "text"),
+    *((name, None) for name in CONTEXT_COLUMNS))
+# What a batch brings besides its events' own columns, in $1, $2 ... order (the group's rows
+# carry the same fields).
+BATCH_FIELDS: tuple[tuple[str, str], ...] = (
+    ("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
+    ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
+    ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"), ("events", "jsonb"),
+    ("period", "text"), ("shard", "smallint"), *((name, "text") for name in CONTEXT_COLUMNS))
+# The batch-wide columns of every event row (the batch's id aside, known only once stored).
+SHARED_COLUMNS = tuple(name for name, own in EVENT_TABLE if own is None and name != "batch_id")
 
+
+def _listed(items: Iterable[str], indent: int) -> str:
+    """`items` comma-separated, as many to a line as fit in 92 characters, each continued line
+    after `indent` spaces (the statements read as they were written by hand)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and indent + len(lines[-1]) + len(item) + 2 <= 92:
+            lines[-1] += f" {item},"
+        else:
+            lines.append(f"{item},")
+    return ("\n" + " " * indent).join(lines)[:-1]
+
+
+def _event_insert(batch_value: dict[str, str], source: str, events: str) -> str:
+    """The INSERT of a batch's events from `source`: each column from the JSON array `events`
+    (alias e) or, for a batch-wide one, `batch_value`'s expression."""
+    columns = _listed((name for name, _own in EVENT_TABLE), 23)
+    values = _listed((f"e.{name}" if own else batch_value[name] for name, own in EVENT_TABLE), 11)
+    record = _listed((f"{name} {own}" for name, own in EVENT_TABLE if own), 8)
+    return (f"INSERT INTO event ({columns})\n"
+            f"    SELECT {values}\n"
+            f"    FROM {source}, jsonb_to_recordset({events}) AS e(\n"
+            f"        {record})")
+
+
+# The single-batch statement's parameter of each batch-wide column: $1 for site_id ...
+_PARAMETER = {name: f"${number}" for number, (name, _type) in enumerate(BATCH_FIELDS, 1)}
+_GROUP_INPUT = _listed((f"{name} {type_}" for name, type_ in (("position", "integer"),
+                                                                *BATCH_FIELDS)), 8)
 
 BATCH_STATEMENT = PreparedStatement(
     name="egis_store_batch",
-    parameters=(("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
-                ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
-                ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"),
-                ("events", "jsonb"), ("period", "text"), ("shard", "smallint"),
-                ("country", "text"), ("device", "text"), ("browser", "text"),
-                ("browser_version", "text"), ("os", "text"), ("os_version", "text"),
-                ("language", "text"), ("screen", "text")),
-    body="""
+    parameters=BATCH_FIELDS,
+    body=f"""
 WITH new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (site_id, batch_key) DO NOTHING
     RETURNING id
 ), stored AS (
-    INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
-                       page_url, page_title, referrer, properties, client_ts, sent_ts,
-                       occurred_at, received_at, weight, path, hostname, source, channel,
-                       referrer_url, utm_source, utm_medium, utm_campaign, utm_content,
-                       utm_term, country, device, browser, browser_version, os, os_version,
-                       language, screen)
-    SELECT $1, new_batch.id, $5, $6, $7, e.type, e.name, e.page_url, e.page_title, e.referrer,
-           e.properties, e.client_ts, $8, e.occurred_at, $4, $9, e.path, e.hostname,
-           e.source, e.channel, e.referrer_url, e.utm_source, e.utm_medium, e.utm_campaign,
-           e.utm_content, e.utm_term, $13, $14, $15, $16, $17, $18, $19, $20
-    FROM new_batch, jsonb_to_recordset($10) AS e(
-        type text, name text, page_url text, page_title text, referrer text,
-        properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
-        source text, channel text, referrer_url text, utm_source text, utm_medium text,
-        utm_campaign text, utm_content text, utm_term text)
+    {_event_insert({**_PARAMETER, "batch_id": "new_batch.id"}, "new_batch", "$10")}
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT $1, $11, $12, $3 FROM new_batch WHERE $3 > 0
@@ -84,14 +112,10 @@ SELECT EXISTS (SELECT FROM new_batch) AS stored,
 GROUP_STATEMENT = PreparedStatement(
     name="egis_store_group",
     parameters=(("batches", "jsonb"),),
-    body="""
+    body=f"""
 WITH input AS (
     SELECT * FROM jsonb_to_recordset($1) AS b(
-        position integer, site_id integer, batch_key text, count integer,
-        received_at timestamp, session_id text, anonymous_id text, user_id text, sent_ts bigint,
-        weight real, events jsonb, period text, shard smallint, country text, device text,
-        browser text, browser_version text, os text, os_version text, language text,
-        screen text)
+        {_GROUP_INPUT})
 ), new_batch AS (
     INSERT INTO batch (site_id, batch_key, event_count, received_at)
     SELECT site_id, batch_key, count, received_at FROM input ORDER BY site_id, batch_key
@@ -103,23 +127,7 @@ WITH input AS (
     SELECT input.*, new_batch.id AS batch_id
     FROM input JOIN new_batch USING (site_id, batch_key) ORDER BY input.position
 ), stored AS (
-    INSERT INTO event (site_id, batch_id, session_id, anonymous_id, user_id, type, name,
-                       page_url, page_title, referrer, properties, client_ts, sent_ts,
-                       occurred_at, received_at, weight, path, hostname, source, channel,
-                       referrer_url, utm_source, utm_medium, utm_campaign, utm_content,
-                       utm_term, country, device, browser, browser_version, os, os_version,
-                       language, screen)
-    SELECT k.site_id, k.batch_id, k.session_id, k.anonymous_id, k.user_id, e.type, e.name,
-           e.page_url, e.page_title, e.referrer, e.properties, e.client_ts, k.sent_ts,
-           e.occurred_at, k.received_at, k.weight, e.path, e.hostname, e.source, e.channel,
-           e.referrer_url, e.utm_source, e.utm_medium, e.utm_campaign, e.utm_content,
-           e.utm_term, k.country, k.device, k.browser, k.browser_version, k.os, k.os_version,
-           k.language, k.screen
-    FROM kept AS k, jsonb_to_recordset(k.events) AS e(
-        type text, name text, page_url text, page_title text, referrer text,
-        properties jsonb, client_ts bigint, occurred_at timestamp, path text, hostname text,
-        source text, channel text, referrer_url text, utm_source text, utm_medium text,
-        utm_campaign text, utm_content text, utm_term text)
+    {_event_insert({name: f"k.{name}" for name, _own in EVENT_TABLE}, "kept AS k", "k.events")}
 ), counted AS (
     INSERT INTO usage (site_id, period, shard, events)
     SELECT site_id, period, shard, sum(count) FROM kept WHERE count > 0
@@ -137,7 +145,7 @@ FROM input LEFT JOIN kept USING (position)
 @dataclass(frozen=True)
 class BatchRows:
     """What one request stores: batch-wide fields (the visit context among them) plus one dict
-    per event (EVENT_COLUMNS)."""
+    per event (of its own columns in EVENT_TABLE)."""
 
     site_id: int
     batch_key: str | None  # None: no idempotency record (a goal posted to /api/goals)
@@ -171,10 +179,9 @@ def store(rows: BatchRows) -> Outcome:
 def _present(row: dict[str, Any]) -> dict[str, Any]:
     """`row` without its null members: jsonb_to_recordset and jsonb_populate_record read a
     missing key as NULL, and PostgreSQL parses every key it is sent. Most of an event's
-    columns are null (a page view has no name, a click no campaign), and converting the JSON
-    parameter was 12 % of the group statement's time (perf); without the nulls the statement
-    took about 5 % less as the client sees it (bench/README.md, `store_nodes.py --group`), for
-    1.6 µs of Python per event."""
+    columns are null (a page view has no name, a click no campaign), so leaving them out
+    spares PostgreSQL more converting the JSON parameter than it costs Python (measured:
+    bench/README.md, `store_nodes.py --group`)."""
     return {key: value for key, value in row.items() if value is not None}
 
 
@@ -182,14 +189,17 @@ def _events_json(rows: BatchRows) -> list[dict[str, Any]]:
     return [_present(event) for event in rows.events]
 
 
+def _batch_values(rows: BatchRows, events: Any) -> dict[str, Any]:
+    """The BATCH_FIELDS of `rows`, its events as `events`."""
+    return {"site_id": rows.site_id, "batch_key": rows.batch_key, "count": len(rows.events),
+            "received_at": rows.received_at, "session_id": rows.session_id,
+            "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
+            "weight": rows.weight, "events": events, "period": rows.period, "shard": rows.shard,
+            **rows.context.columns()}
+
+
 def _store_postgres(rows: BatchRows) -> Outcome:
-    params = {
-        "site_id": rows.site_id, "batch_key": rows.batch_key, "count": len(rows.events),
-        "received_at": rows.received_at, "session_id": rows.session_id,
-        "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
-        "weight": rows.weight, "events": orjson.dumps(_events_json(rows)).decode(),
-        "period": rows.period, "shard": rows.shard, **rows.context.columns(),
-    }
+    params = _batch_values(rows, orjson.dumps(_events_json(rows)).decode())
     (stored, stored_count) = BATCH_STATEMENT.execute(params).fetchone()
     return _outcome(rows, stored, stored_count)
 
@@ -228,19 +238,12 @@ def _outcome(rows: BatchRows, stored: bool, stored_count: int | None) -> Outcome
 
 
 def _group_row(position: int, rows: BatchRows) -> dict[str, Any]:
-    return _present({"position": position, "site_id": rows.site_id, "batch_key": rows.batch_key,
-                     "count": len(rows.events), "received_at": rows.received_at,
-                     "session_id": rows.session_id, "anonymous_id": rows.anonymous_id,
-                     "user_id": rows.user_id, "sent_ts": rows.sent_ts, "weight": rows.weight,
-                     "events": _events_json(rows), "period": rows.period, "shard": rows.shard,
-                     **rows.context.columns()})
+    return _present({"position": position, **_batch_values(rows, _events_json(rows))})
 
 
 def _store_portable(rows: BatchRows) -> Outcome:
-    shared = {"site_id": rows.site_id, "session_id": rows.session_id,
-              "anonymous_id": rows.anonymous_id, "user_id": rows.user_id,
-              "sent_ts": rows.sent_ts, "received_at": rows.received_at, "weight": rows.weight,
-              **rows.context.columns()}
+    values = _batch_values(rows, None)
+    shared = {name: values[name] for name in SHARED_COLUMNS}
     with database.atomic():
         batch_id = None
         if rows.batch_key is not None:

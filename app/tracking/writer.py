@@ -19,9 +19,9 @@ from app.tracking.store import BatchRows, Outcome
 
 StoreGroup = Callable[[list[BatchRows]], list[Outcome]]
 
-# Larger batches store alone: their cost is in the rows, not the commit, and a group statement
-# carrying them was slower than their own (bench/README.md, 50-event batches: 10-13 thousand
-# events/s grouped against 16-19 thousand alone), and would delay the small batches waiting on it.
+# Larger batches store alone: their cost is in the rows, not the commit, so a group statement
+# carrying them stores fewer events a second than their own statements would, and delays the
+# small batches waiting on it (measured: bench/README.md, "Ingest throughput").
 MAX_GROUPED_EVENTS = 10
 
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from app.agent.batch import RATE_LIMITED
-from app.agent.read_tools import BATCH_SPENT, TIMEOUT
+from app.agent.catalogue import BATCH_SPENT, TIMEOUT
 
 QUERY = {"name": "query", "arguments": {"period": "7d", "metrics": ["visits", "pageviews"]}}
 

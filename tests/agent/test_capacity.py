@@ -14,7 +14,7 @@ import pytest
 from app.access import keys as api_keys
 from app.agent import capacity
 from app.agent.batch import RATE_LIMITED
-from app.agent.read_tools import BATCH_SPENT, TIMEOUT
+from app.agent.catalogue import BATCH_SPENT, TIMEOUT
 from app.rollups import merging
 from models import Event
 from models.api_key import READ

@@ -9,8 +9,8 @@ import pytest
 
 from app.agent.retired import RETIRED
 from app.agent.tools import CATALOGUE_LIMIT
-from app.analytics.base import PERIODS
 from app.analytics.filters import LOGIC, OPS
+from app.analytics.period import PERIODS
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

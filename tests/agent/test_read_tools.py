@@ -6,7 +6,7 @@ import jsonschema_rs
 import orjson
 import pytest
 
-from app.agent.read_tools import TOO_COMPLEX
+from app.agent.catalogue import TOO_COMPLEX
 from models import database
 from tests.analytics.test_query import PERIOD, site, tool  # noqa: F401 (fixtures)
 from tests.conftest import BACKEND

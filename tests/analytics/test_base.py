@@ -1,4 +1,4 @@
-"""The days a tool answers (app.analytics.base): 0002-01-01 to 9998-12-31, also after `compare`
+"""The days a tool answers (app.analytics.period): 0002-01-01 to 9998-12-31, also after `compare`
 moves the period; every date past them is a tool error naming the argument and the range, in
 each of the nine tools, in the zones farthest from UTC either way."""
 from typing import Any

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from app.analytics import describe, vocabulary
-from app.analytics.base import ArgumentError, Period, reading
+from app.analytics.errors import ArgumentError
+from app.analytics.period import Period
+from app.analytics.reading import reading
 from models import Site
 from tests.analytics.test_funnel import row, site, store  # noqa: F401  (site: a fixture)
 

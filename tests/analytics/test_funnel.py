@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from app.analytics import funnel
-from app.analytics.base import ArgumentError, Period, reading
+from app.analytics.errors import ArgumentError
 from app.analytics.filters import parse_filters
+from app.analytics.period import Period
+from app.analytics.reading import reading
 from app.rollups import merging as rollups
 from models import Event, Site, database
 

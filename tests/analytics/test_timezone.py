@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from app.analytics.base import ArgumentError, Period, compare_period, resolve_period
+from app.analytics.errors import ArgumentError
+from app.analytics.period import Period, compare_period, resolve_period
 from app.rollups import merging as rollups
 from models import Event, Site, database
 from tests.analytics.test_analytics import _event

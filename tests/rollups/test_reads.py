@@ -1,4 +1,4 @@
-"""The read path (app.rollups.reads): no other session stalls an answer, and every figure of an
+"""The read path (app.analytics.reading): no other session stalls an answer, and every figure of an
 answer counts the same events.
 
 - A real idle transaction that inserted into the event table (a second psycopg2 connection)
@@ -23,11 +23,11 @@ import pytest
 
 from app import create_app
 from app.analytics import query
-from app.analytics.base import Period, reading
+from app.analytics.period import Period
+from app.analytics.reading import STALE, reading
 from app.cli.db import upgrade_schema
 from app.rollups import merging
 from app.rollups.mark import mark
-from app.rollups.reads import STALE
 from app.storage.db import make_database
 from models import Event, Site, database
 from models.site import utcnow

@@ -5,7 +5,7 @@ tests' apps merge in each request) or several at once, their rows are exactly wh
 Through HTTP on both databases; the group statement (PostgreSQL) through store.store_group,
 whose batches one merge takes together.
 
-Event times are set by a clock standing in for the receive time (ingest.utcnow), so that two
+Event times are set by a clock standing in for the receive time (pipeline.utcnow), so that two
 batches can hold page views of the very same instant (the tie rule of app.rollups.visits).
 """
 from datetime import datetime, timedelta
@@ -17,7 +17,7 @@ from peewee import fn
 
 from app.context.request import RequestContext
 from app.rollups import merging, visit_pages, visits
-from app.tracking import ingest, store
+from app.tracking import ingest, pipeline, store
 from app.tracking.quota import keeps_session, period_of, shard
 from models import Event, EventSlot, Visit, VisitPage
 from models.site import utcnow
@@ -44,7 +44,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The receive time of the next request: an hour ago, to the second, then as set."""
     at = Clock(utcnow().replace(microsecond=0) - timedelta(hours=1))
-    monkeypatch.setattr(ingest, "utcnow", at)
+    monkeypatch.setattr(pipeline, "utcnow", at)
     return at
 
 
@@ -364,7 +364,7 @@ def test_the_weight_is_the_largest_of_the_visits_batches(make_app, make_site, mo
     app = make_app(USAGE_CACHE_SECONDS=0, SAMPLE_RATE=0.5)
     client = app.test_client()
     clock = Clock(utcnow().replace(microsecond=0))
-    monkeypatch.setattr(ingest, "utcnow", clock)
+    monkeypatch.setattr(pipeline, "utcnow", clock)
     site = make_site("busy.example", "standard", monthly_quota=10)
     sessions = [f"session-{i}" for i in range(50)]
     kept = next(s for s in sessions if keeps_session(s, 0.5))
@@ -391,7 +391,7 @@ def test_storage_free_batches_are_visits_of_their_derived_ids(client, app, std_s
         post_body(client, std_site, batch(events, anonymousId="-", sessionId="-"),
                   {"User-Agent": PHONE_HEADERS["User-Agent"]}, address)
 
-    now = ingest.utcnow()  # the real clock: the derived visits are split by it
+    now = utcnow()  # the real clock: the derived visits are split by it
     minute = 60_000
     sent = int(now.timestamp() * 1000)
     send_free("203.0.113.7", [event(timestamp=sent - 40 * minute, pageUrl=ORIGIN + "/old"),

@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.analytics.base import Period
 from app.analytics.overview import overview
+from app.analytics.period import Period
 from app.analytics.revenue import credited, revenue_by
 from app.retention import prune
-from app.tracking import anonymous
+from app.tracking import pipeline
 from models import Event, Site, VisitorSalt, VisitorState
 from models.site import utcnow
 from tests.helpers import database_bytes, race
@@ -221,7 +221,7 @@ def test_the_salt_changes_at_the_utc_day_and_is_gone_after_48_hours(client, app,
                                                                     monkeypatch):
     day = datetime(2026, 3, 1)
     clock = Clock(day - timedelta(minutes=1))  # 23:59 on the last day of February
-    monkeypatch.setattr(anonymous, "utcnow", clock)
+    monkeypatch.setattr(pipeline, "utcnow", clock)
     send(client, std_site)
     clock.now = day + timedelta(minutes=1)  # two minutes later, 00:01: a new day, a new salt
     send(client, std_site)

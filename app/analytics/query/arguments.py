@@ -3,7 +3,7 @@ first bad one in the sentence the agent reads."""
 from dataclasses import dataclass
 from typing import Any
 
-from app.analytics.base import ArgumentError, unknown
+from app.analytics.errors import ArgumentError, unknown
 from app.analytics.filters import Filters, Leaf, parse_filters
 from app.analytics.vocabulary import Dimension, dimension, metric
 from app.web.schema import whole_number

@@ -2,7 +2,7 @@
 from datetime import date, timedelta
 from typing import Any
 
-from app.analytics.base import Period
+from app.analytics.period import Period
 from app.analytics.query.arguments import Query
 from app.analytics.query.figures import Figures
 from app.analytics.vocabulary import METRICS, RATES

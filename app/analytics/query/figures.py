@@ -7,18 +7,14 @@ from typing import Any
 
 from peewee import Select
 
-from app.analytics.base import (
-    Period,
-    can_run_concurrently,
-    concurrently,
-    fetch,
-    memoized,
-    percent,
-)
+from app.analytics.events import fetch
 from app.analytics.filters import Leaf
 from app.analytics.local_time import bucket_text
+from app.analytics.numbers import percent
+from app.analytics.period import Period
 from app.analytics.query.arguments import GOAL, Query, goal_leaf
 from app.analytics.query.statement import statement
+from app.analytics.reading import can_run_concurrently, concurrently, memoized
 from app.analytics.vocabulary import SUMS, Dimension, figures
 from models import Site, database
 
@@ -47,8 +43,9 @@ def figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     statement of their own (a visit may be in several rows), which without event filters
     reads only the visit table. Rows by visit and time dimensions (a visit is in one row:
     its first event's bucket) and their totals can come from one statement: they do where
-    the two cannot run at once (base.concurrently); where they can, two take half the time
-    (sources at 10 M: ~420 ms against ~600) for a quarter more CPU."""
+    the two cannot run at once (reading.concurrently); where they can, two statements on two
+    cores answer sooner for a little more CPU (measured: bench/README.md, "Analytics: the
+    agent read surface")."""
     if dimensions and (any(d.kind == "event" for d in dimensions)  # a visit in several rows
                        or can_run_concurrently()):  # two statements, two cores
         rows, totals = concurrently(

@@ -12,8 +12,9 @@ null, or `(direct)` for visit:source), said in `warnings` from what the database
 """
 from typing import Any
 
-from app.analytics.base import Period, percent
 from app.analytics.filters import parse_filters
+from app.analytics.numbers import percent
+from app.analytics.period import Period
 from app.analytics.query.arguments import Query
 from app.analytics.query.figures import Figures, read_figures
 from app.analytics.vocabulary import DIRECT, Dimension

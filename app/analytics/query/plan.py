@@ -3,14 +3,15 @@ answer (rollup_plans), the visits alone when the rows are visits, the events oth
 per (event dimensions, session) and joined to their visits (time:* rows: time_plan).
 
 Filters on visit:* select visits (and their events); filters on event:* select events, and a
-visit counts when it has a selected event. Every event read is of `base.event_scope`.
+visit counts when it has a selected event. Every event read is of `events.event_scope`.
 """
 from typing import Any
 
 from peewee import JOIN, Select
 
-from app.analytics.base import Period, event_scope, is_sampled
+from app.analytics.events import event_scope, is_sampled
 from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves
+from app.analytics.period import Period
 from app.analytics.period_rows import visits_cte
 from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan_shape import (
@@ -20,8 +21,8 @@ from app.analytics.query.plan_shape import (
     event_sums,
     grouped_by,
     keys_of,
+    selected_visit_values,
     visit_columns,
-    visit_figures,
     visit_needs,
 )
 from app.analytics.query.rollup_plans import page_plan, page_plan_fits, slot_fits, slot_sums
@@ -64,7 +65,7 @@ def _visit_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     row = Row(None, visits.c, period)
     selected = Select([visits], [
         *[d.sql(row).alias(key) for key, d in zip(keys_of(dimensions), dimensions, strict=True)],
-        is_sampled(visits.c.w).alias("sampled"), *visit_figures(visits, columns)])
+        is_sampled(visits.c.w).alias("sampled"), *selected_visit_values(visits, columns)])
     if visit_condition is not None:
         selected = selected.where(visit_condition)
     selected = selected.cte("selected")
@@ -158,7 +159,7 @@ def _event_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     values = [getattr(g, key).alias(key) if d.kind != "visit" else d.sql(visit_row).alias(key)
               for key, d in zip(keys, dimensions, strict=True)]
     selected = Select([grouped], [*values, g.events, g.pageviews, g.sampled,
-                                  *(visit_figures(visits, columns) if visits is not None
+                                  *(selected_visit_values(visits, columns) if visits is not None
                                     else [])])
     ctes = [grouped]
     if visits is not None:

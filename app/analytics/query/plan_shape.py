@@ -5,17 +5,14 @@ from typing import Any
 
 from peewee import SQL, Value, fn
 
-from app.analytics.base import is_sampled, when
+from app.analytics.events import is_sampled, when
 from app.analytics.filters import Filters, leaves
-from app.analytics.vocabulary import METRICS, Dimension
+from app.analytics.vocabulary import METRICS, VISIT_FIGURES, Dimension
 from app.storage.dialect import wide
 from models import Event
 
 EVENT_METRICS = frozenset({"events", "pageviews"})
 VISIT_METRICS = frozenset(METRICS) - EVENT_METRICS
-# a visit's figures in `selected`, by the visits CTE's column they come from
-VISIT_FIGURES = (("bounced", "bounced", "bounces"), ("views", "vpv", "views"),
-                 ("duration", "vdur", "duration"))
 
 
 @dataclass(frozen=True)
@@ -67,12 +64,13 @@ def visit_needs(metrics: tuple[str, ...], dimensions: tuple[Dimension, ...],
     needed = needed_sums(metrics)
     return {*visit_columns(dimensions, filters),
             *(["occurred_at"] if any(d.kind == "time" for d in dimensions) else []),
-            *[column for column, _name, sums in VISIT_FIGURES if sums in needed]}
+            *[figure.column for figure in VISIT_FIGURES if figure.sums in needed]}
 
 
-def visit_figures(visits: Any, columns: set[str]) -> list[Any]:
-    """A visit's figures in `selected`, of the visits CTE's `columns` (0 for the others)."""
+def selected_visit_values(visits: Any, columns: set[str]) -> list[Any]:
+    """A visit's columns in `selected` (its id, visitor, weight and VISIT_FIGURES), of the
+    visits CTE's `columns` (0 for the figures it lacks)."""
     v = visits.c
     return [v.session_id.alias("vid"), v.visitor.alias("visitor"), v.w.alias("vw"),
-            *[(getattr(v, column) if column in columns else Value(0)).alias(name)
-              for column, name, _sums in VISIT_FIGURES]]
+            *[(getattr(v, figure.column) if figure.column in columns else Value(0))
+              .alias(figure.selected) for figure in VISIT_FIGURES]]

@@ -2,12 +2,13 @@
 figures beside them, and the warnings."""
 from typing import Any
 
-from app.analytics.base import Period, compare_period, concurrently
+from app.analytics.period import Period, compare_period
 from app.analytics.query.arguments import Query
 from app.analytics.query.compare import compared
 from app.analytics.query.figures import read_figures
 from app.analytics.query.null_rows import null_row_warnings
 from app.analytics.query.statement import ROW_CAP
+from app.analytics.reading import concurrently
 from models import Site
 
 

@@ -6,12 +6,13 @@ from typing import Any
 
 from peewee import SQL, Select, Value, fn
 
-from app.analytics.base import Period, is_sampled, when
+from app.analytics.events import is_sampled, when
 from app.analytics.filters import Filters, Leaf, compile_filters, leaves
+from app.analytics.period import Period
 from app.analytics.period_rows import pages_cte, slot_rows, slots_cover
 from app.analytics.query.arguments import PAGE, TYPE, Query
 from app.analytics.query.plan_shape import Plan
-from app.analytics.vocabulary import Dimension, Row
+from app.analytics.vocabulary import VISIT_FIGURES, Dimension, Row
 from models import EventSlot, Site
 from models.visit_page import NO_PAGE
 
@@ -56,7 +57,7 @@ def page_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimens
         where = (c.views > 0) if where is None else where & (c.views > 0)
     events = c.pageviews if views_only else c.events
     # no bounce, views per visit or duration here (PAGE_METRICS)
-    unread = [Value(0).alias(name) for name in ("bounced", "vpv", "vdur")]
+    unread = [Value(0).alias(figure.selected) for figure in VISIT_FIGURES]
     if dimensions:
         selected = Select([pages], [dimensions[0].sql(row).alias("d0"), events.alias("events"),
                                     c.pageviews, c.sampled, c.vid, c.visitor,

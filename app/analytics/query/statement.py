@@ -12,18 +12,18 @@ from typing import Any
 
 from peewee import SQL, Case, EnclosedNodeList, NodeList, Select, Value, fn
 
-from app.analytics.base import Period
+from app.analytics.period import Period
 from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan import choose_plan
 from app.analytics.query.plan_shape import keys_of, needed_sums
-from app.analytics.vocabulary import SUMS, Dimension
+from app.analytics.vocabulary import SUMS, VISIT_FIGURES, Dimension
 from app.storage.dialect import has_grouping_sets
 from models import Site
 
 ROW_CAP = 100_000  # grouped rows read per statement; beyond, a warning says the rest was cut
 EVENT_SUMS = ("events", "pageviews")
-# a visit's sums, from its weight `vw` and figures in `selected` (plan_shape.VISIT_FIGURES)
-VISIT_SUMS = (("visits", "vw"), ("bounces", "bounced"), ("views", "vpv"), ("duration", "vdur"))
+# a visit's sums, from its weight `vw` and its figures in `selected` (vocabulary.VISIT_FIGURES)
+VISIT_SUMS = (("visits", "vw"), *((figure.sums, figure.selected) for figure in VISIT_FIGURES))
 
 
 def _goals_only(source: Any, keys: list[str], dimensions: tuple[Dimension, ...]) -> Any:

@@ -5,7 +5,8 @@ from typing import Any
 
 from peewee import JOIN, Select
 
-from app.analytics.base import Period, is_sampled
+from app.analytics.events import is_sampled
+from app.analytics.period import Period
 from app.analytics.query.arguments import Query
 from app.analytics.query.plan_shape import (
     EVENT_METRICS,
@@ -13,7 +14,7 @@ from app.analytics.query.plan_shape import (
     event_sums,
     grouped_by,
     keys_of,
-    visit_figures,
+    selected_visit_values,
     visit_needs,
 )
 from app.analytics.vocabulary import Dimension, Row
@@ -45,14 +46,15 @@ def time_plan(query: Query, dimensions: tuple[Dimension, ...], built: list[Any],
         source = Select([sessions], [
             getattr(sessions.c, key).alias(key) if d.kind == "event"
             else d.sql(at_start).alias(key) for key, d in zip(keys, dimensions, strict=True)]
-            + [is_sampled(visits.c.w).alias("sampled"), *visit_figures(visits, columns)]).join(
+            + [is_sampled(visits.c.w).alias("sampled"),
+               *selected_visit_values(visits, columns)]).join(
             visits, on=(visits.c.session_id == sessions.c.sid))
         ctes = [*built, visits, sessions]
     else:
         source = Select([visits], [*[d.sql(at_start).alias(key) for key, d
                                      in zip(keys, dimensions, strict=True)],
                                    is_sampled(visits.c.w).alias("sampled"),
-                                   *visit_figures(visits, columns)])
+                                   *selected_visit_values(visits, columns)])
         ctes = [*built, visits]
     selected = (source.where(filtering) if filtering is not None else source).cte("selected")
     ctes.append(selected)
