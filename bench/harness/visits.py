@@ -1,4 +1,4 @@
-"""Realistic visits for the analytics benchmarks: what bench/seed_analytics.py stores.
+"""Realistic visits for the analytics benchmarks: what bench.harness.seed stores.
 
 A visit is one visitor's session: a browser profile (country, language, device, browser and OS with
 versions, screen class: the per-request visit context of docs/ARCHITECTURE.md, on every event), an

@@ -1,8 +1,8 @@
 """The least a stored batch can cost in a Python WSGI app: parse it, store it as egis does, answer.
 
-Served by bench/floor.py, never deployed. Two apps, the same work: `create_app`, with Flask, and
+Served by bench.ingest.floor, never deployed. Two apps, the same work: `create_app`, with Flask, and
 `create_wsgi_app`, a bare WSGI callable without a framework. Each takes `POST /api/events` with
-a batch as bench/ingest.lua sends it, gzip-compressed or not, and stores it in the site
+a batch as bench/harness/ingest.lua sends it, gzip-compressed or not, and stores it in the site
 EGIS_FLOOR_SITE_ID with egis's own statement through egis's group writer (app.tracking.store,
 app.tracking.writer), on egis's pooled connection per request (app.db): the durable work that
 the contract asks of every stored batch (the batch id kept for exactly-once, the events, the

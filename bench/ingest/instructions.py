@@ -1,6 +1,6 @@
 """Instructions per request, counted by valgrind: figures that do not swing with the machine.
 
-    python bench/instructions.py [--requests 400] [--cpu]
+    python -m bench.ingest.instructions [--requests 400] [--cpu]
 
 wrk's requests/s on this machine move by up to 40 % within minutes, so a change worth a few per
 cent of a request cannot be seen there. valgrind's callgrind counts the instructions the CPU
@@ -15,7 +15,7 @@ nothing else calls). Counted: the app's Python and C code and the database clien
 process, and, for a tree that merges the rollups after ingest (app.rollups), one merge of the
 measured requests' batches at their end, as a busy worker's timer takes many at once (the
 warm-up's are merged before, uncounted). Not counted: the WSGI server's own HTTP work, the
-kernel (socket writes, the log line's write) and PostgreSQL's side (bench/instructions_pg.py
+kernel (socket writes, the log line's write) and PostgreSQL's side (bench.ingest.instructions_pg
 counts it). Needs valgrind (Debian's package); takes about a minute per load.
 
 The last load sends again, after the warm-up, the very batches the warm-up stored: each request
@@ -39,7 +39,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
+from bench.harness.batches import batch_body
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.servers import bench_env
+from bench.harness.trees import run_tree
+
+SERVE = [sys.executable, "-m", "bench.ingest.instructions", "--serve"]  # from ROOT: this bench
 # load: (path, events per batch, gzip, a duplicate of a stored batch, one page: batch_body's)
 LOADS = {"GET /healthz (no-op)": ("/healthz", 0, False, False, False),
          "POST /api/events, 1 event": ("/api/events", 1, False, False, False),
@@ -72,8 +78,6 @@ def wsgi_environ(path: str, key: str, body: bytes, compressed: bool) -> dict:
 def serve_requests(load: str, key: str, count: int) -> float:
     """Build the app, warm it up, then answer `count` requests inside the one `eval` that
     callgrind counts; returns the CPU seconds those requests took."""
-    from ingest import batch_body
-
     from app.crawlers import user_agents
     from wsgi import app
 
@@ -132,20 +136,19 @@ def rollup_merge(app: Any) -> Callable[[], None]:
 def count_instructions(load: str, key: str, env: dict[str, str], count: int,
                        root: Path = ROOT) -> int:
     """The instructions of `count` requests (after as many to warm up) served by the app of the
-    tree at `root` (bench/instructions_pg.py serves a base tree's too)."""
+    tree at `root` (bench.ingest.instructions_pg serves a base tree's too)."""
     command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
                "--toggle-collect=builtin_eval", "--callgrind-out-file=/dev/null",
-               sys.executable, __file__, "--serve", load, "--key", key,
-               "--requests", str(count), "--root", str(root)]
+               *SERVE, load, "--key", key, "--requests", str(count), "--root", str(root)]
     # The same hash seed in every run: dict and set layouts, and so the counts, repeat.
-    result = subprocess.run(command, cwd=root, env={**env, **SERVE_ENV, "PYTHONHASHSEED": "0"},
+    result = subprocess.run(command, cwd=ROOT, env={**env, **SERVE_ENV, "PYTHONHASHSEED": "0"},
                             capture_output=True, text=True, check=True)
     return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
 
 
 def cpu_milliseconds(load: str, key: str, env: dict[str, str], count: int) -> float:
     """CPU per request, the same requests in a process of their own, without valgrind."""
-    command = [sys.executable, __file__, "--serve", load, "--key", key, "--requests", str(count)]
+    command = [*SERVE, load, "--key", key, "--requests", str(count)]
     result = subprocess.run(command, cwd=ROOT, env={**env, **SERVE_ENV}, capture_output=True,
                             text=True, check=True)
     return 1000 * float(result.stdout.split()[-1]) / count
@@ -161,12 +164,9 @@ def main() -> None:
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        sys.path.insert(0, args.root)
+        run_tree(Path(args.root))
         print(serve_requests(args.serve, args.key, args.requests))
         return
-
-    from ingest import bench_env, create_bench_site
-    from pg import admin, database_url, run_database
 
     db_name = run_database("instructions")
     env = bench_env(database_url(db_name), 8000, 1, 1)

@@ -1,12 +1,12 @@
 """Instructions per request on both sides, the app's and PostgreSQL's, this checkout against a
 base tree, counted by valgrind: a write-path comparison that does not swing with the machine.
 
-    python bench/instructions_pg.py [--base-ref REF | --base-dir DIR] [--requests 60]
-                                    [--profiles DIR] [--group 4 --batches 200] [--loads ...]
+    python -m bench.ingest.instructions_pg [--base-ref REF | --base-dir DIR] [--requests 60]
+                                           [--profiles DIR] [--group 4 --batches 200] [--loads ...]
 
-bench/instructions.py counts the app's instructions only; a change to what the store statement
+bench.ingest.instructions counts the app's instructions only; a change to what the store statement
 does is PostgreSQL's work, and on this machine (its no-op moving threefold within a minute) a
-throughput A/B (bench/visit.py) could not tell a 5 % cost from a 10 % one. Here PostgreSQL's
+throughput A/B (bench.ingest.visit) could not tell a 5 % cost from a 10 % one. Here PostgreSQL's
 server runs under callgrind too. The script makes a throwaway cluster of its own (`initdb` in a
 scratch directory, as the `postgres` user when run as root; a free port; nothing of the
 machine's shared server is touched), one database per tree migrated by that tree's own code
@@ -16,7 +16,7 @@ that nothing but the app's statements runs), each backend writing its count when
 
 For each load (a one-event batch and a five-event gzip batch of one page, as the tracker sends
 them, or with --loads a 50-event batch, as a backend sends them; each request a new batch, one
-session per 100 batches) and each tree, bench/instructions.py
+session per 100 batches) and each tree, bench.ingest.instructions
 serves `--requests` requests after as many to warm up, its process under callgrind (the app's
 count: the measured requests only, and for a tree that merges the rollups after ingest their
 merge), against that tree's database; then again with twice as many. Each side's count per
@@ -32,13 +32,13 @@ Requests come one at a time: each batch is stored by the single-batch statement
 (app.tracking.store), as a lone request's is. Under load a worker's concurrent batches share
 the group statement, whose per-batch work is the same and whose fixed costs are shared: with
 --group N, PostgreSQL's count per batch of that statement too (app.tracking.writer's):
-bench/store_nodes.py --group N --one-page, each tree's own store.store_group, stores N batches
+bench.ingest.store_nodes --group N --one-page, each tree's own store.store_group, stores N batches
 (not counted: a database's first groups create the month's partitions and the site), then
 `--batches` 5-event batches of one page in groups of N, then twice as many; the difference of
 the two runs' backends over the difference in batches. `--requests 0`: only that.
 
 Not counted: the WSGI server's HTTP work and the kernel's (the same in both trees: the no-op's
-part of bench/visit.py's figures). Needs valgrind and PostgreSQL's server binaries; takes about
+part of bench.ingest.visit's figures). Needs valgrind and PostgreSQL's server binaries; takes about
 15 minutes for the default 60 requests, and 5 more with --group 4.
 """
 import argparse
@@ -54,13 +54,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import pg
 import psycopg2
-from ingest import bench_env, create_bench_site
-from instructions import count_instructions
-from visit import base_arguments, base_ref, base_root, git
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT, database
+from bench.harness.database import create_bench_site
+from bench.harness.servers import bench_env
+from bench.harness.trees import base_arguments, base_ref, base_root, git
+from bench.ingest.instructions import count_instructions
+
 LOADS = ("POST /api/events, 1 event", "POST /api/events, 5 events, gzip, one page",
          "POST /api/events, 50 events")
 TREES = ("base", "this")
@@ -158,7 +159,7 @@ class CountedCluster:
 
 
 def serve_counted(load: str, key: str, db_url: str, root: Path, requests: int) -> int:
-    """bench/instructions.py serving `requests` requests (after as many to warm up) of the app
+    """bench.ingest.instructions serving `requests` requests (after as many to warm up) of the app
     in `root` under callgrind: the app's instructions in those requests."""
     return count_instructions(load, key, {**os.environ, "DATABASE_URL": db_url,
                                           "EGIS_RATE_LIMIT_KEY": '"100000000/minute"',
@@ -168,11 +169,11 @@ def serve_counted(load: str, key: str, db_url: str, root: Path, requests: int) -
 
 def group_counted(cluster: CountedCluster, known: set[str], db_name: str, root: Path,
                   group: int, batches: int) -> int:
-    """bench/store_nodes.py storing `batches` batches in groups of `group` with the store code
+    """bench.ingest.store_nodes storing `batches` batches in groups of `group` with the store code
     of `root`: the instructions of its backend."""
-    subprocess.run([sys.executable, str(ROOT / "bench" / "store_nodes.py"), "--tree", str(root),
+    subprocess.run([sys.executable, "-m", "bench.ingest.store_nodes", "--tree", str(root),
                     "--database", db_name, "--group", str(group), "--one-page",
-                    "--batches", str(batches)],
+                    "--batches", str(batches)], cwd=ROOT,
                    env={**os.environ, "EGIS_BENCH_PG_ADMIN_URL": cluster.admin_url},
                    check=True, capture_output=True)
     names, total = cluster.finished_counts(known)
@@ -200,21 +201,21 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="egis-instructions-pg-"))
     cluster = CountedCluster(scratch)
     roots = {"base": base_root(args, str(scratch)), "this": ROOT}
-    pg.ADMIN_URL = cluster.admin_url  # create_bench_site and database_url: on this cluster
+    database.ADMIN_URL = cluster.admin_url  # create_bench_site and database_url: on this cluster
 
     counts: dict[tuple[str, str], tuple[float, float]] = {}
     fixed: dict[tuple[str, str], float] = {}
     try:
         cluster.start()
         keys = {name: create_bench_site(f"egis_instructions_{name}", bench_env(
-            pg.database_url(f"egis_instructions_{name}"), 8000, 1, 1), root=roots[name])
+            database.database_url(f"egis_instructions_{name}"), 8000, 1, 1), root=roots[name])
             for name in TREES}
         cluster.stop()
         cluster.start_counted()
         # The postmaster's (written when it stops) and its start-up process's.
         known = {path.name for path in cluster.counts.iterdir()}
         for name in TREES:
-            serve_counted(LOADS[0], keys[name], pg.database_url(f"egis_instructions_{name}"),
+            serve_counted(LOADS[0], keys[name], database.database_url(f"egis_instructions_{name}"),
                           roots[name], 10)
             known |= cluster.finished_counts(known)[0]
         for load in args.loads if args.requests else ():
@@ -222,7 +223,7 @@ def main() -> None:
                 app_counts, backend_counts = [], []
                 for requests in (args.requests, 2 * args.requests):
                     app_counts.append(serve_counted(
-                        load, keys[name], pg.database_url(f"egis_instructions_{name}"),
+                        load, keys[name], database.database_url(f"egis_instructions_{name}"),
                         roots[name], requests))
                     names, total = cluster.finished_counts(known)
                     known |= names
@@ -233,7 +234,7 @@ def main() -> None:
                                       f"-{requests}")
                 # Each run serves its requests twice (warm-up, then counted).
                 per_request = (backend_counts[1] - backend_counts[0]) / (2 * args.requests)
-                # The app's too: a merge after the counted requests (bench/instructions.py)
+                # The app's too: a merge after the counted requests (bench.ingest.instructions)
                 # costs its Python once per run whatever the requests; what is left is a
                 # request's share of a merge of many, as under load.
                 app_per_request = (app_counts[1] - app_counts[0]) / args.requests

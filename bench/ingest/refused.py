@@ -1,11 +1,11 @@
 """What a request that stores nothing costs: a bot's, a duplicate, one over the rate limit.
 
-    python bench/refused.py [--server granian|gunicorn] [--workers 3] [--duration 10]
+    python -m bench.ingest.refused [--server granian|gunicorn] [--workers 3] [--duration 10]
 
 A flood of such requests is what rate limits and the bot filter are there to turn away, so
 each should cost less than a request that stores a batch. With a database of its own
-(egis_bench_<pid>, dropped at the end) and a site as bench/ingest.py makes them, this starts the
-server twice, in turn (granian as deployed by default, `--workers` x 4 threads): with the limits
+(egis_bench_<pid>, dropped at the end) and a site as bench.ingest.throughput makes them, this starts
+the server twice, in turn (granian as deployed by default, `--workers` x 4 threads): with the limits
 out of the load's reach, for the no-op, new 1-event batches, a bot's browser requests (an
 Origin and a headless browser's User-Agent: 200 `"bot": true`, nothing stored) and one batch
 sent again and again (200 `"duplicate": true`), and a new unknown key in every request (401;
@@ -19,22 +19,15 @@ import json
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
-from ingest import (
-    DB_NAME,
-    DB_URL,
-    ROOT,
-    bench_env,
-    create_bench_site,
-    load_arguments,
-    post_batches,
-    serving,
-    start_server,
-    wrk,
-)
-from pg import admin, free_ports
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.load import load_arguments, post_batches, wrk
+from bench.harness.servers import bench_env, free_ports, serving, start_server
 
-SCRIPT = str(ROOT / "bench" / "refused.lua")
+DB_NAME = run_database("bench")
+DB_URL = database_url(DB_NAME)
+SCRIPT = str(Path(__file__).with_name("refused.lua"))
 CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
           "Chrome/140.0.0.0 Safari/537.36")
 HEADLESS = CHROME.replace("Chrome/", "HeadlessChrome/")

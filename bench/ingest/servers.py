@@ -1,14 +1,14 @@
 """gunicorn against granian, each behind the same nginx, in one run.
 
-    python bench/servers.py [--rounds 3] [--duration 8] [--connections 16]
+    python -m bench.ingest.servers [--rounds 3] [--duration 8] [--connections 16]
 
 Creates a database of its own (`egis_servers_bench_<pid>`, dropped at the end; a pro site and
-its write key, as bench/ingest.py does) and Debian's nginx with deploy/nginx.conf as shipped
+its write key, as bench.ingest.throughput does) and Debian's nginx with deploy/nginx.conf as shipped
 (only its port, upstream and paths swapped; both ports free ones), then, round
 after round, starts one WSGI server on the upstream port and measures through nginx what
-bench/ingest.py measures (the no-op GET /healthz, 50-, 5- (gzip) and 1-event batches, the small
-ones again at half of their peak), stops it, and does the same with the other; the order of the
-two alternates between rounds. Both get the same app, environment and process shape:
+bench.ingest.throughput measures (the no-op GET /healthz, 50-, 5- (gzip) and 1-event batches,
+the small ones again at half of their peak), stops it, and does the same with the other; the
+order of the two alternates between rounds. Both get the same app, environment and process shape:
 
 - gunicorn: `deploy/gunicorn.conf.py` (gthread, WORKERS x THREADS);
 - granian: `deploy/granian_server.py` (WSGI interface, HTTP handled in Rust): WORKERS processes
@@ -20,72 +20,25 @@ server, nginx and PostgreSQL; then each server's worker memory. Needs wrk and ng
 """
 import argparse
 import os
-import shutil
-import subprocess
-import tempfile
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
-from ingest import (
-    ROOT,
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.load import load_arguments, measure_loads, spread
+from bench.harness.servers import (
+    NGINX_PORT,
+    UPSTREAM_PORT,
     bench_env,
-    create_bench_site,
-    load_arguments,
-    measure_loads,
+    nginx_in_front,
     serving,
-    spread,
     start_server,
     wait_for,
     worker_memory_mib,
 )
-from pg import admin, database_url, free_ports, run_database
 
 DB_NAME = run_database("servers_bench")
-UPSTREAM_PORT, NGINX_PORT = free_ports(2)
 SERVERS = ("gunicorn", "granian")
-
-
-def nginx_config(directory: Path) -> Path:
-    """deploy/nginx.conf in an http block of its own, listening on NGINX_PORT."""
-    site = (ROOT / "deploy" / "nginx.conf").read_text()
-    for shipped, here in (("listen 80;", f"listen 127.0.0.1:{NGINX_PORT};"),
-                          ("server 127.0.0.1:8000;", f"server 127.0.0.1:{UPSTREAM_PORT};"),
-                          ("/var/cache/nginx/egis", str(directory / "cache")),
-                          ("/var/log/nginx/egis.access.log", str(directory / "access.log"))):
-        site = site.replace(shipped, here)
-    temp_paths = "".join(f"{kind}_temp_path {directory / kind};"
-                         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    config = directory / "nginx.conf"
-    config.write_text(f"""{"user root;" if os.geteuid() == 0 else ""}
-worker_processes auto;
-error_log {directory / "error.log"};
-pid {directory / "nginx.pid"};
-events {{ worker_connections 1024; }}
-http {{ {temp_paths}
-{site}
-}}
-""")
-    return config
-
-
-@contextmanager
-def nginx_in_front(prefix: str) -> Iterator[str]:
-    """Debian's nginx with nginx_config() in a scratch directory of its own (named `prefix`...,
-    yielded for the run's other files), stopped and the directory removed when the block ends,
-    however it ends."""
-    scratch = tempfile.mkdtemp(prefix=prefix)
-    nginx = subprocess.Popen(["nginx", "-p", scratch, "-c", str(nginx_config(Path(scratch))),
-                              "-g", "daemon off;"], stderr=subprocess.DEVNULL)
-    try:
-        yield scratch
-    finally:
-        nginx.terminate()
-        nginx.wait(timeout=10)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def warm_up(key: str) -> None:

@@ -1,10 +1,10 @@
 """Ingest under a slow-loris attack: gunicorn reached directly, and behind nginx.
 
-    python bench/slow_loris.py [--rounds 3] [--sockets 16] [--requests 10] [--timeout 5]
+    python -m bench.ingest.slow_loris [--rounds 3] [--sockets 16] [--requests 10] [--timeout 5]
 
 Creates a database of its own (`egis_slow_loris_bench_<pid>`, dropped at the end), gunicorn as
 deployed (deploy/gunicorn.conf.py, 2 workers x 4 threads) and Debian's nginx with
-deploy/nginx.conf in front of it (bench/servers.py's configuration). Each round, for each way
+deploy/nginx.conf in front of it (bench.ingest.servers' configuration). Each round, for each way
 in (gunicorn's own port, then nginx's): REQUESTS 1-event batches one after another, unattacked;
 then SOCKETS connections that each begin a request and send one more header line a second,
 never ending it, and once every one has sent two lines, REQUESTS batches again, each given
@@ -20,9 +20,16 @@ import statistics
 import threading
 import time
 
-from ingest import bench_env, create_bench_site, serving, start_gunicorn, wait_for
-from pg import admin, database_url, run_database
-from servers import NGINX_PORT, UPSTREAM_PORT, nginx_in_front
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.servers import (
+    NGINX_PORT,
+    UPSTREAM_PORT,
+    bench_env,
+    nginx_in_front,
+    serving,
+    start_gunicorn,
+    wait_for,
+)
 
 DB_NAME = run_database("slow_loris_bench")
 WAYS_IN = {"gunicorn directly": UPSTREAM_PORT, "behind nginx": NGINX_PORT}

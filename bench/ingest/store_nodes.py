@@ -5,25 +5,23 @@ with the disk). A node's time leaves out its reads of the other data-modifying C
 node to read one (a CTE Scan) runs it, and that is the CTE's own node's time. A tree's own
 statement, so two trees compare in the same minute:
 
-    python bench/store_nodes.py [--tree DIR] [--database NAME] [--batches 1500]
-    python bench/store_nodes.py --group 4 [--one-page] [--tree DIR] [--batches 1500]
+    python -m bench.ingest.store_nodes [--tree DIR] [--database NAME] [--batches 1500]
+    python -m bench.ingest.store_nodes --group 4 [--one-page] [--tree DIR] [--batches 1500]
 
 The database (created when missing, never dropped) is migrated by the tree's code; each batch
 is one page view of a browser request, five batches a session, a page of fifty.
 
 With --group N, the group statement instead (what runs under load, app.tracking.writer), as the
 tree's store.store_group sends it: groups of N 5-event batches of 100 sessions, five page views
-on five pages each (bench/visit.py's "5-event gzip") or with --one-page a page view, scroll,
+on five pages each (bench.ingest.visit's "5-event gzip") or with --one-page a page view, scroll,
 click and heartbeat on one page; the median time of the whole EXECUTE as the client sees it
 (the parameter's conversion included, which EXPLAIN leaves out), the commit without its fsync
 (synchronous_commit off), per group. Run it for two trees in turn, several times: a tenth
 between runs is the machine.
 """
 import argparse
-import os
 import re
 import statistics
-import sys
 import time
 import uuid
 from contextlib import suppress
@@ -34,7 +32,10 @@ from typing import Any
 import orjson
 import psycopg2
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
+from bench.harness.database import admin, database_url
+from bench.harness.trees import run_tree
+
 NODE = re.compile(r"(Insert on \w+).*actual time=[\d.]+\.\.([\d.]+)")
 CTE_READ = re.compile(r"CTE Scan on (new_batch|stored)\b.*actual time=[\d.]+\.\.([\d.]+)")
 TOTAL = re.compile(r"Execution Time: ([\d.]+)")
@@ -74,10 +75,7 @@ def batch_statement(store: Any) -> Any:
 
 def main() -> None:
     args = parse_args()
-    sys.path.insert(0, str(args.tree.resolve()))
-    sys.path.insert(0, str(ROOT / "bench"))
-    os.chdir(args.tree)
-    from pg import admin, database_url
+    run_tree(args.tree)
 
     from app import create_app
     from app.cli import upgrade_schema

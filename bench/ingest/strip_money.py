@@ -1,7 +1,7 @@
 """What removing money keys at every depth costs an event, against the top-level removal of a
 base tree (main), in one process.
 
-    python bench/strip_money.py [--base-ref REF] [--rounds 5] [--repeat 20000]
+    python -m bench.ingest.strip_money [--base-ref REF] [--rounds 5] [--repeat 20000]
 
 app.privacy.strip_money runs for every stored event (its `properties`, a goal's `metadata`, a
 server event's `properties`). The base tree's version looked at the top level only; this tree's
@@ -19,16 +19,12 @@ Prints per shape the µs per call of each (range over the rounds) and this / bas
 import argparse
 import importlib.util
 import subprocess
-import sys
 import tempfile
 import timeit
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.privacy import MONEY_KEYS, strip_money  # noqa: E402
+from app.privacy import MONEY_KEYS, strip_money
+from bench.harness import ROOT
 
 LINK = "https://shop.example/products/blue-widget?ref=home"
 SHAPES: dict[str, dict[str, Any]] = {

@@ -1,7 +1,7 @@
 """What the visit context costs: this checkout against a base tree (main), in one run.
 
-    python bench/visit.py [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
-                          [--own-databases] [--loads LOAD ...] [--noop-duration 4]
+    python -m bench.ingest.visit [--base-ref REF | --base-dir DIR] [--rounds 3] [--duration 8]
+                                 [--own-databases] [--loads LOAD ...] [--noop-duration 4]
 
 Extracts the base (`git archive <ref>`; by default the commit this branch forked from main,
 `git merge-base HEAD main`: main before this change, whatever main merged since) into a
@@ -15,7 +15,7 @@ one trusted proxy hop); only one is loaded at a time. Round after round, for eac
 measures one tree then the other (the order alternates between rounds), so that the two
 figures of a pair are taken seconds apart on a machine whose speed drifts, each right after
 that server's no-op (GET /healthz, --noop-duration seconds), its baseline. wrk sends, as
-bench/ingest.py does, every request as a browser's (Origin, a current browser's User-Agent,
+bench.ingest.throughput does, every request as a browser's (Origin, a current browser's User-Agent,
 client hints, Accept-Language, a public X-Forwarded-For address, the fingerprint's
 screenWidth):
 
@@ -33,26 +33,15 @@ against the cached request per tree, and each worker's peak RSS.
 import argparse
 import os
 import shutil
-import statistics
-import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
-from pathlib import Path
 
-from ingest import (
-    ROOT,
-    bench_env,
-    create_bench_site,
-    load_arguments,
-    post_batches,
-    serving,
-    spread,
-    start_gunicorn,
-    worker_memory_mib,
-    wrk,
-)
-from pg import admin, database_url, free_ports, run_database
+from bench.harness import ROOT
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.load import load_arguments, post_batches, ranged, spread, wrk
+from bench.harness.servers import bench_env, free_ports, serving, start_gunicorn, worker_memory_mib
+from bench.harness.trees import base_arguments, base_ref, base_root, git
 
 DB_NAME = run_database("visit_bench")
 BASE_DB_NAME = run_database("visit_bench_base")  # the base's own, with --own-databases
@@ -62,34 +51,6 @@ LOADS = (("1-event", 1, False, False, False), ("5-event gzip", 5, True, False, F
          ("5-event gzip, one page", 5, True, False, True),
          ("1-event, new User-Agent each", 1, False, True, False))
 TREES = ("base", "this")
-
-
-def git(*args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(ROOT), *args], check=True,
-                          capture_output=True).stdout
-
-
-def base_ref(args: argparse.Namespace) -> str:
-    """The base's commit: --base-ref, or where this branch forked from main."""
-    ref = args.base_ref or git("merge-base", "HEAD", "main").decode().strip()
-    return git("rev-parse", "--short", ref).decode().strip()
-
-
-def base_root(args: argparse.Namespace, scratch: str) -> Path:
-    """The base tree: --base-dir, or base_ref's tree extracted into `scratch`."""
-    if args.base_dir:
-        return Path(args.base_dir)
-    target = Path(scratch) / "base"
-    target.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(target)], input=git("archive", base_ref(args)),
-                   check=True)
-    return target
-
-
-def base_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base-ref", help="git ref of the base tree (default: git merge-base "
-                                           "HEAD main)")
-    parser.add_argument("--base-dir", help="a base tree already extracted (instead of a ref)")
 
 
 def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespace,
@@ -104,10 +65,6 @@ def measure(load: str, port: int, key: str, db_url: str, args: argparse.Namespac
     result = post_batches(port, key, db_url, args, scratch, per_batch, compressed,
                           spray=spray, one_page=one_page)[3]
     return {**result, "noop_rps": noop["rps"]}
-
-
-def ranged(values: list[float], pattern: str) -> str:
-    return f"{spread(values, pattern)} (median {pattern.format(statistics.median(values))})"
 
 
 def main() -> None:

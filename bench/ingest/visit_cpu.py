@@ -1,16 +1,17 @@
 """What the visit context costs a request in CPU: this checkout against a base tree (main),
 in-process, in one run.
 
-    python bench/visit_cpu.py [--base-ref REF | --base-dir DIR] [--rounds 5] [--requests 1500]
+    python -m bench.ingest.visit_cpu [--base-ref REF | --base-dir DIR] [--rounds 5]
+                                     [--requests 1500]
 
-The base is bench/visit.py's: by default the commit this branch forked from main.
+The base is bench.ingest.visit's: by default the commit this branch forked from main.
 
-bench/visit.py measures throughput through gunicorn, which on a machine shared with other work
+bench.ingest.visit measures throughput through gunicorn, which on a machine shared with other work
 swings by a factor of two between seconds. This measures the process CPU time (time.process_time:
 what egis's Python code costs, PostgreSQL and other processes left out) of requests through
 Flask's test client, in a fresh interpreter per tree and round, alternating the two trees'
 order between rounds, on one PostgreSQL database migrated by this checkout. Every request is a
-browser's as in bench/visit.py (Origin, User-Agent, client hints, Accept-Language,
+browser's as in bench.ingest.visit (Origin, User-Agent, client hints, Accept-Language,
 X-Forwarded-For with one trusted hop, fingerprint.screenWidth, page views from google.com with
 UTM tags on the first), loads:
 - GET /healthz (the no-op),
@@ -22,23 +23,23 @@ this / base round by round; then the spray against the cached 1-event request pe
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from ingest import ROOT, bench_env, create_bench_site, spread
-from pg import admin, database_url, free_ports, run_database
-from visit import base_arguments, base_ref, base_root, git
+from bench.harness import ROOT
+from bench.harness.database import admin, create_bench_site, database_url, run_database
+from bench.harness.load import ranged
+from bench.harness.servers import bench_env, free_ports
+from bench.harness.trees import base_arguments, base_ref, base_root, git
 
 DB_NAME = run_database("visit_cpu_bench")
 LOADS = ("no-op", "1-event", "5-event gzip", "1-event, new User-Agent each")
 
 CHILD = r"""
 import gzip, json, sys, time
-sys.path.insert(0, ".")
-from app import create_app
+from app import create_app  # the tree's: `python -c` looks in the working directory first
 
 key, requests, run = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 app = create_app()
@@ -137,9 +138,6 @@ def main() -> None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-
-    def ranged(values: list[float], pattern: str) -> str:
-        return f"{spread(values, pattern)} (median {pattern.format(statistics.median(values))})"
 
     print(f"\nbase: {args.base_dir or base_ref(args)}; this: {ROOT} at "
           f"{git('rev-parse', '--short', 'HEAD').decode().strip()}; {args.rounds} rounds of "

@@ -1,6 +1,6 @@
 """What the visit context's parsers cost in one process: memory and time per call.
 
-    python bench/visit_parsers.py [--repeat 20000]
+    python -m bench.ingest.visit_parsers [--repeat 20000]
 
 Each measurement runs in a fresh interpreter (its RSS before and after is the measured part's
 memory, Python's import of ua-parser included), against a no-op call measured in the same
@@ -21,13 +21,11 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
 
 PRELUDE = """
 import json, sys, time
-sys.path.insert(0, {root!r})
 import app  # the package (Flask, Werkzeug) before the measured part: not the parser's memory
 def rss():
     with open("/proc/self/status") as status:
@@ -143,7 +141,7 @@ print(json.dumps({"memory": memory, "call": new, "noop": noop}))
 
 
 def run(case: str, repeat: int) -> dict[str, float]:
-    script = PRELUDE.format(root=str(ROOT), repeat=repeat) + case + EPILOGUE
+    script = PRELUDE.format(repeat=repeat) + case + EPILOGUE
     output = subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
     return json.loads(output.splitlines()[-1])

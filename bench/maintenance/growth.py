@@ -1,23 +1,23 @@
 """Growth benchmark: the 5-event ingest rate while the event table grows from empty to 10 M rows.
 
-    python bench/growth.py [--duration 10] [--steps 0,1000000,5000000,10000000] [--runs 1]
-                           [--port N]
+    python -m bench.maintenance.growth [--duration 10] [--steps 0,1000000,5000000,10000000]
+                                       [--runs 1] [--port N]
 
 Each run creates the database egis_growth_bench_<pid>, migrates it, creates (through the `flask`
-CLI, as bench/ingest.py does) a pro site with a quota out of reach, a second site as noise and a
-write key, and gives the event table its monthly partitions back three months. Then, for each
-step, it tops the event table up to the step's size and measures:
+CLI, as bench.ingest.throughput does) a pro site with a quota out of reach, a second site as
+noise and a write key, and gives the event table its monthly partitions back three months.
+Then, for each step, it tops the event table up to the step's size and measures:
   * seeding: one INSERT ... SELECT generate_series on the server, in 5-event batches: a batch
     row each, with a random UUID key as the tracker sends (so the batch table's unique index
     grows as in production), 9 in 10 for the site and 1 in 10 for the noise site, at random
     times over the last 90 days (four monthly partitions), inserted in time order, with the
     monthly usage counters; then VACUUM ANALYZE and CHECKPOINT, so that neither autovacuum nor
     the seed's checkpoint runs during the measurement;
-  * gunicorn, started afresh for the step with deploy/gunicorn.conf.py and bench/ingest.py's
+  * gunicorn, started afresh for the step with deploy/gunicorn.conf.py and bench.ingest.throughput's
     settings (one worker per core x 4 threads, rate limits out of reach);
   * wrk -t2 -c16 for --duration seconds: GET /healthz (the no-op baseline), then POST
-    /api/events with 5-event gzip batches (bench/ingest.lua, random UUID batch ids), counting
-    the rows that reach the event table.
+    /api/events with 5-event gzip batches (bench/harness/ingest.lua, random UUID batch ids),
+    counting the rows that reach the event table.
 Prints a Markdown table, one row per step (ranges over --runs runs, each on a fresh database),
 with the on-disk size of the event table and of the batch key index, and per stored batch the
 blocks the database read from outside shared_buffers (pg_stat_database) and the WAL written
@@ -27,35 +27,31 @@ database. Needs wrk (apt-get install wrk).
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 import uuid
 from datetime import datetime
 
 import psycopg2
-from ingest import (
-    ROOT,
+
+from bench.harness.batches import write_gzip_bodies
+from bench.harness.database import admin, database_url, run_database, stored_events
+from bench.harness.load import INGEST_SCRIPT, spread, wrk
+from bench.harness.servers import (
     bench_env,
     flask,
+    free_ports,
     serving,
-    spread,
     start_gunicorn,
-    stored_events,
     worker_memory_mib,
-    write_gzip_bodies,
-    wrk,
 )
-from pg import admin, database_url, free_ports, run_database
-
-sys.path.insert(0, str(ROOT))
 
 DB_NAME = run_database("growth_bench")
 DB_URL = database_url(DB_NAME)
 DOMAIN, NOISE_DOMAIN = "bench.example", "noise.example"
 PER_BATCH = 5
 SEED_DAYS = 90
-CONNECTIONS, THREADS = 16, 2  # wrk, as bench/ingest.py's defaults
+CONNECTIONS, THREADS = 16, 2  # wrk, as bench.ingest.throughput's defaults
 
 SEED = """
 WITH batches AS (
@@ -159,7 +155,7 @@ def measure(env: dict[str, str], key: str, port: int, duration: int,
         reads, wal = reads_and_wal()
         started = time.monotonic()
         events = wrk("/api/events", duration, CONNECTIONS, THREADS, script_env,
-                     str(ROOT / "bench" / "ingest.lua"), port=port, database=DB_NAME)
+                     INGEST_SCRIPT, port=port, database=DB_NAME)
         elapsed = time.monotonic() - started
         rss = max(worker["peak_rss"] for worker in worker_memory_mib(server.pid))
     time.sleep(1)  # the workers' backends report their statistics as they exit

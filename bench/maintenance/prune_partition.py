@@ -1,7 +1,8 @@
 """Retention benchmark: prune a month of N events (default 5 million) from the partitioned event
 table, as `flask data prune` does, and compare with deleting rows.
 
-    python bench/prune_partition.py [--events 5000000] [--runs 3] [--compare-delete 200000]
+    python -m bench.maintenance.prune_partition [--events 5000000] [--runs 3]
+                                                [--compare-delete 200000]
 
 Each run creates the database egis_prune_bench_<pid>, migrates it (`upgrade_schema`: the
 partitions of this month and the next ones), puts N events into one month six months back (its own
@@ -13,15 +14,10 @@ the server. `--compare-delete M` also times deleting M rows of one month row by 
 """
 import argparse
 import statistics
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-from pg import admin, database_url, run_database
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.harness.database import admin, database_url, run_database
 
 DB_NAME = run_database("prune_bench")
 DB_URL = database_url(DB_NAME)

@@ -3,21 +3,21 @@ which egis stores the tracker's 5-event gzip batches while agents' questions loo
 with the questions read on the primary and on a streaming replica, each as a ratio to ingest
 alone in the same run.
 
-    python bench/replica.py [--events 1000000] [--days 30] [--duration 20] [--runs 3]
-                            [--readers 2] [--sessions 100] [--connections 8]
-                            [--threads 2]
+    python -m bench.maintenance.replica [--events 1000000] [--days 30] [--duration 20]
+                                        [--runs 3] [--readers 2] [--sessions 100]
+                                        [--connections 8] [--threads 2]
 
 A primary and a hot standby of the benchmark's own (initdb, pg_basebackup -R with a replication
-slot, pg_ctl on free ports, as the postgres user), the primary seeded by seed_analytics.py
+slot, pg_ctl on free ports, as the postgres user), the primary seeded by bench.harness.seed
 (--events over --days, the site bench.example) and served by gunicorn as deployed
 (deploy/gunicorn.conf.py: a worker per core and one more, 4 threads each). Each run measures,
 for --duration seconds each, in a rotated order (the site grows as ingest stores, so the order
 is spread over the runs):
 
-- alone: wrk posting 5-event gzip batches as the tracker sends them (ingest.py's, browser
-  headers; they belong to --sessions visits in turn: ingest.py's 100 make each visit's rows
-  hot, rewritten by every merge), no reads;
-- primary: the same while --readers agents each loop READS (read_surface.py's mix less six
+- alone: wrk posting 5-event gzip batches as the tracker sends them (bench.ingest.throughput's,
+  browser headers; they belong to --sessions visits in turn: its 100 make each visit's rows hot,
+  rewritten by every merge), no reads;
+- primary: the same while --readers agents each loop READS (bench.read.read_surface's mix less six
   calls: 20) through /api/mcp, the server without EGIS_READ_DATABASE_URL;
 - replica: the same with EGIS_READ_DATABASE_URL naming the standby;
 - CPU 1 busy: ingest alone while `yes` keeps the agents' side busy: the control for what
@@ -57,11 +57,14 @@ from statistics import median
 from typing import Any
 
 import orjson
-import pg
-from ingest import bench_env, flask, stored_events, wait_for, write_gzip_bodies, wrk
-from read_surface import MIX, PROTOCOL
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
+from bench.harness.batches import write_gzip_bodies
+from bench.harness.database import stored_events
+from bench.harness.load import INGEST_SCRIPT, wrk
+from bench.harness.servers import bench_env, flask, free_ports, wait_for
+from bench.read.read_surface import MIX, PROTOCOL
+
 DATABASE = "egis_replica"
 INGEST_CPU, STANDBY_CPU = "0", "1"
 LEFT_OUT = {"os and version", "campaigns", "video props", "describe sources", "overview (kept)",
@@ -83,7 +86,7 @@ class Server:
         versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
                           key=lambda path: int(path.parent.name))
         self.bin, self.root, self.data, self.cpu = versions[-1], root, root / "data", cpu
-        self.port = pg.free_ports(1)[0]
+        self.port = free_ports(1)[0]
         root.mkdir()
         self.owner: list[str] = []
         if os.geteuid() == 0:  # initdb and postgres refuse root
@@ -230,8 +233,8 @@ def prepare(primary: Server, scratch: Path, args: argparse.Namespace) -> dict[st
     """Seed the primary; a write key and a server key of bench.example."""
     env = {**os.environ, "EGIS_BENCH_PG_ADMIN_URL": primary.url()}
     subprocess.run(pinned(INGEST_CPU, [
-        sys.executable, "bench/seed_analytics.py", "--events", str(args.events), "--days",
-        str(args.days), "--database", DATABASE, "--seed-only"]), cwd=ROOT, env=env, check=True)
+        sys.executable, "-m", "bench.harness.seed", "--events", str(args.events), "--days",
+        str(args.days), "--database", DATABASE]), cwd=ROOT, env=env, check=True)
     cli = bench_env(primary.url(DATABASE), 0, 3, 4)
     flask("sites", "update", "bench.example", "--monthly-quota", "2000000000", env=cli)
     return {kind: flask("keys", "create", "bench.example", "--kind", kind, env=cli)
@@ -240,7 +243,7 @@ def prepare(primary: Server, scratch: Path, args: argparse.Namespace) -> dict[st
 
 def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], scratch: Path,
             args: argparse.Namespace) -> dict[str, float]:
-    port, agents_port = pg.free_ports(2)
+    port, agents_port = free_ports(2)
     env, agents_env = server_env(primary, port, scratch), server_env(primary, agents_port, scratch)
     if phase == "replica":
         agents_env["EGIS_READ_DATABASE_URL"] = standby.url(DATABASE)
@@ -267,7 +270,7 @@ def measure(phase: str, primary: Server, standby: Server, keys: dict[str, str], 
             cpu = (primary.cpu_seconds(), standby.cpu_seconds(), tree_cpu_seconds(ingest.pid))
             busy, answered, started = cpu_busy(), agents.answered, time.monotonic()
             result = wrk("/api/events", args.duration, args.connections, args.threads,
-                         script_env, str(ROOT / "bench" / "ingest.lua"), port=port)
+                         script_env, INGEST_SCRIPT, port=port)
             elapsed = time.monotonic() - started
             calls = (agents.answered - answered) / elapsed
             busy_after = cpu_busy()
@@ -299,8 +302,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--readers", type=int, default=2, help="agents looping the reads")
     parser.add_argument("--sessions", type=int, default=100,
-                        help="visits a phase's batches belong to (ingest.py's 100: each gets a "
-                             "batch every 0.1 s; 10000: every ~10 s, as a tracker sends them)")
+                        help="visits a phase's batches belong to (bench.ingest.throughput's "
+                             "100: each gets a batch every 0.1 s; 10000: every ~10 s, as a "
+                             "tracker sends them)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shared", action="store_true",

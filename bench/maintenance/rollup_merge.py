@@ -1,14 +1,14 @@
 """What a merge of the rollups costs (app.rollups.merging): the time one `merging.merge()` takes
 for the events stored since the last one, against the merge that finds nothing to do, in one run.
 
-    python bench/rollup_merge.py [--base 200000] [--tails 1000 10000 50000] [--rounds 3]
-                                 [--sqlite FILE]
+    python -m bench.maintenance.rollup_merge [--base 200000] [--tails 1000 10000 50000]
+                                             [--rounds 3] [--sqlite FILE]
 
 A read of the agent surface merges first, so under ingest an answer waits for the events
 stored since the last merge: a worker's timer merges EGIS_ROLLUP_MERGE_SECONDS (2 s) after it
 stored events, so a read finds at most about that long of ingest waiting, 2,000 events at 1,000
 events/s. The benchmark seeds `--base` events of realistic visits into a database of its own
-(bench/seed_analytics.py's; PostgreSQL, or with --sqlite a SQLite file; dropped at the end) and
+(bench.harness.seed's; PostgreSQL, or with --sqlite a SQLite file; dropped at the end) and
 derives their rollups, then, round after round, for each tail size, stores that many more
 events of the next hours' visits (COPY, as the seeding does) and times the merge that takes
 them; before each, the merge with nothing to do (one query when no event is newer than the
@@ -18,18 +18,14 @@ median over the rounds, and the ratio to the no-op merge of the same round.
 import argparse
 import random
 import statistics
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from pg import admin, database_url, run_database  # noqa: E402
-from seed_analytics import DOMAIN, PostgresSink, SqliteSink, create_sites, upgrade  # noqa: E402
-from visits import events  # noqa: E402
+from bench.harness.database import admin, database_url, run_database
+from bench.harness.seed import DOMAIN, PostgresSink, SqliteSink, create_sites, upgrade
+from bench.harness.visits import events
 
 
 def parse_args() -> argparse.Namespace:

@@ -1,6 +1,6 @@
 """Soak: mixed traffic against a real gunicorn + PostgreSQL for a long while (not part of CI).
 
-    python bench/soak.py [--minutes 10] [--rate 200] [--clients 8] [--sample-seconds 5]
+    python -m bench.maintenance.soak [--minutes 10] [--rate 200] [--clients 8] [--sample-seconds 5]
 
 Creates a database of its own (egis_soak_<pid>, dropped at the end), two sites and their keys
 through the `flask` CLI, starts gunicorn with deploy/gunicorn.conf.py on a free port, and sends
@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
-from ingest import flask, start_gunicorn
-from pg import ADMIN_URL, admin, database_url, free_ports, run_database
+
+from bench.harness.database import ADMIN_URL, admin, database_url, run_database
+from bench.harness.servers import flask, free_ports, start_gunicorn
 
 DB_NAME = run_database("soak")
 DB_URL = database_url(DB_NAME)

@@ -4,16 +4,16 @@ Each round is a fresh interpreter: the app (SQLite, schema made), then RSS; then
 request (Authlib and app.oauth.server), then a consent page request (app.oauth.consent, its
 templates): RSS and the Python allocations still held (tracemalloc) after each. A worker that
 ingests only never pays either part (tests/test_worker_imports.py checks the imports).
-`python bench/oauth_memory.py [--rounds 3]`.
+`python -m bench.read.oauth_memory [--rounds 3]`.
 """
 import argparse
 import json
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
+
 ROUND = """
 import json
 import tracemalloc

@@ -1,12 +1,12 @@
 """Read-surface benchmark: a fixed mix of MCP tool calls, as an agent makes them, timed.
 
-    python bench/read_surface.py [--database egis_bench_read_10m | --sqlite FILE]
-                                 [--tree DIR | --ref REF] [--repeat 3] [--explain N]
-                                 [--timezone ZONE] [--output FILE]
+    python -m bench.read.read_surface [--database egis_bench_read_10m | --sqlite FILE]
+                                      [--tree DIR | --ref REF] [--repeat 3] [--explain N]
+                                      [--timezone ZONE] [--output FILE]
 
-Reads a database that bench/seed_analytics.py seeded (PostgreSQL: `--events 10000000 --days 90
---database egis_bench_read_10m --seed-only`; SQLite: `--events 1000000 --days 90 --sqlite FILE
---seed-only`). The code measured is the tree's: --tree DIR puts DIR first on sys.path, --ref REF
+Reads a database that bench.harness.seed seeded (PostgreSQL: `--events 10000000 --days 90
+--database egis_bench_read_10m`; SQLite: `--events 1000000 --days 90 --sqlite FILE`). The code
+measured is the tree's: --tree DIR imports DIR's app (bench.harness.trees.run_tree), --ref REF
 exports that commit of this repository (`git archive`) and runs it, so another branch's tools
 are measured without touching its worktree. The run first upgrades the database with that code
 (`upgrade_schema`, as `flask db upgrade`: a later migration, the site time zone, lands on a
@@ -30,7 +30,6 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -39,7 +38,10 @@ from typing import Any
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT
+from bench.harness.database import database_url
+from bench.harness.trees import run_tree
+
 DOMAIN = "bench.example"
 PROTOCOL = "2025-11-25"
 DEFAULT_DATABASE = "egis_bench_read_10m"
@@ -305,10 +307,7 @@ def main() -> None:
     else:
         tree = (args.tree or ROOT).resolve()
         commit = f"{tree} at {tree_commit(tree)}"
-    sys.path.insert(0, str(tree))
-    os.chdir(tree)
-    from pg import database_url
-
+    run_tree(tree)
     url = f"sqlite:///{Path(args.sqlite).resolve()}" if args.sqlite else database_url(
         args.database)
     caller = Caller(url, args.timezone)
