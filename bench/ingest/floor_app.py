@@ -19,6 +19,7 @@ from typing import Any
 from flask import Flask, request
 
 from app import db
+from app.config import DEFAULTS
 from app.tracking import quota, store
 from app.tracking.writer import GroupWriter
 from models import database
@@ -57,6 +58,8 @@ def create_app() -> Flask:
     app = Flask(__name__)
     app.config["DATABASE_URL"] = os.environ["DATABASE_URL"]
     app.config["DB_MAX_CONNECTIONS"] = 8
+    # what app.db reads, as egis is configured by default
+    app.config["DB_IDLE_TRANSACTION_SECONDS"] = DEFAULTS["DB_IDLE_TRANSACTION_SECONDS"]
     db.init_app(app)
     floor = Floor()
 
