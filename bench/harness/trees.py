@@ -4,6 +4,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from bench.harness import ROOT
@@ -25,10 +26,35 @@ def base_root(args: argparse.Namespace, scratch: str) -> Path:
     if args.base_dir:
         return Path(args.base_dir)
     target = Path(scratch) / "base"
-    target.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(target)], input=git("archive", base_ref(args)),
-                   check=True)
+    extract(base_ref(args), target)
     return target
+
+
+def extract(ref: str, target: Path) -> None:
+    """Commit `ref`'s tree, `git archive`d into the new directory `target`."""
+    target.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(target)], input=git("archive", ref), check=True)
+
+
+def export(ref: str) -> tuple[Path, str]:
+    """A clean copy of commit `ref`'s tree in a temporary directory (kept for the next run of
+    the same commit), and the commit's id."""
+    commit = git("rev-parse", ref).decode().strip()
+    target = Path(tempfile.gettempdir()) / f"egis-tree-{commit[:12]}"
+    if not target.exists():
+        extract(commit, target)
+    return target, commit
+
+
+def tree_commit(tree: Path) -> str:
+    """The tree's commit, short, and whether its tracked files differ from it."""
+    def tree_git(*command: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *command], capture_output=True,
+                              text=True).stdout.strip()
+
+    dirty = tree_git("status", "--porcelain", "--untracked-files=no")
+    return tree_git("rev-parse", "--short=12", "HEAD") + (
+        " with uncommitted changes" if dirty else "")
 
 
 def base_arguments(parser: argparse.ArgumentParser) -> None:

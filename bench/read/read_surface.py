@@ -29,8 +29,6 @@ import argparse
 import math
 import os
 import statistics
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,7 @@ import orjson
 
 from bench.harness import ROOT
 from bench.harness.database import database_url
-from bench.harness.trees import run_tree
+from bench.harness.trees import export, run_tree, tree_commit
 
 DOMAIN = "bench.example"
 PROTOCOL = "2025-11-25"
@@ -107,29 +105,6 @@ class Measured:
     @property
     def median(self) -> float:
         return statistics.median(self.runs)
-
-
-def export(ref: str) -> tuple[Path, str]:
-    """A clean copy of commit `ref`'s tree in a temporary directory, and the commit's id."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], check=True,
-                            capture_output=True, text=True).stdout.strip()
-    target = Path(tempfile.gettempdir()) / f"egis-tree-{commit[:12]}"
-    if not target.exists():
-        target.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target, commit
-
-
-def tree_commit(tree: Path) -> str:
-    """The tree's commit, short, and whether its tracked files differ from it."""
-    def git(*command: str) -> str:
-        return subprocess.run(["git", "-C", str(tree), *command], capture_output=True,
-                              text=True).stdout.strip()
-
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    return git("rev-parse", "--short=12", "HEAD") + (" with uncommitted changes" if dirty else "")
 
 
 def rpc(method: str, params: dict[str, Any] | None = None) -> bytes:
