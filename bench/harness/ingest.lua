@@ -1,6 +1,6 @@
 -- wrk script: POST /api/events with a unique batch id per request (no duplicates).
--- Usage: wrk -s bench/ingest.lua ... with env EGIS_KEY and EGIS_EVENTS (events per batch).
--- With EGIS_BODIES (a file written by bench/ingest.py: gzip bodies one after another) and
+-- Usage: wrk -s bench/harness/ingest.lua ... with env EGIS_KEY and EGIS_EVENTS (events per batch).
+-- With EGIS_BODIES (a file written by bench.harness.batches: gzip bodies one after another) and
 -- EGIS_BODY_INDEX (one "offset length" line per body), each thread sends its share of those
 -- pre-compressed bodies with Content-Encoding: gzip, as the tracker does; wrk's Lua has no gzip.
 local counter = 0
@@ -13,7 +13,7 @@ local index_path = os.getenv("EGIS_BODY_INDEX")
 local thread_count = tonumber(os.getenv("EGIS_WRK_THREADS") or "1")
 local bodies = {}
 -- With EGIS_DELAY_MS, each connection waits that long after each answer: a lighter, steadier
--- load than wrk's flat-out default (bench/ingest.py's half-peak latency).
+-- load than wrk's flat-out default (bench.harness.load's half-peak latency).
 local delay_ms = tonumber(os.getenv("EGIS_DELAY_MS") or "")
 if delay_ms then
   function delay()

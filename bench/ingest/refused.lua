@@ -1,4 +1,4 @@
--- wrk script: the same POST /api/events again and again (bench/refused.py): the body, the key
+-- wrk script: the same POST /api/events again and again (bench.ingest.refused): the body, the key
 -- and, for a browser's request, its Origin and User-Agent come from the environment. With
 -- EGIS_UNKNOWN_KEYS set, each request presents a key of its own that no site has.
 wrk.method = "POST"

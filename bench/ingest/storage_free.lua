@@ -1,4 +1,4 @@
--- wrk script: POST /api/events with storage-free batches ("-" ids, bench/storage_free.py), a
+-- wrk script: POST /api/events with storage-free batches ("-" ids, bench.ingest.storage_free), a
 -- unique batch id per request. With EGIS_VISITORS = N, request k comes from the address
 -- 10.0.x.y numbered k mod N (X-Forwarded-For, behind one trusted proxy): N visitors taking
 -- turns; with N = 1 every request is the same visitor.
