@@ -172,8 +172,8 @@ def _present(row: dict[str, Any]) -> dict[str, Any]:
     missing key as NULL, and PostgreSQL parses every key it is sent. Most of an event's
     columns are null (a page view has no name, a click no campaign), and converting the JSON
     parameter was 12 % of the group statement's time (perf); without the nulls the statement
-    took about 5 % less as the client sees it (bench/README.md, `store_nodes.py --group`), for
-    1.6 µs of Python per event."""
+    took about 5 % less as the client sees it (`python -m bench.ingest.store_nodes --group`),
+    for 1.6 µs of Python per event."""
     return {key: value for key, value in row.items() if value is not None}
 
 
