@@ -103,6 +103,7 @@ def spread(values: list[float], pattern: str = "{:,.0f}") -> str:
     low, high = pattern.format(min(values)), pattern.format(max(values))
     return low if low == high else f"{low} – {high}"
 
+
 def ranged(values: list[float], pattern: str) -> str:
     """spread()'s figures and their median."""
     return f"{spread(values, pattern)} (median {pattern.format(statistics.median(values))})"
