@@ -24,7 +24,6 @@ DB_URL = database_url(DB_NAME)
 RECENT_EVENTS = 100_000
 
 
-
 def seed(database, start, count: int) -> None:
     """`count` page views spread over the 28 days from `start`, in one statement."""
     database.execute_sql(

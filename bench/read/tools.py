@@ -37,6 +37,7 @@ PROPOSED_INDEXES = {
     "event_site_id_received_at": "ON event (site_id, received_at)",
 }
 
+
 def set_indexes(url: str, wanted: bool) -> None:
     connection = psycopg2.connect(url)
     connection.autocommit = True
