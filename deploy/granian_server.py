@@ -1,4 +1,4 @@
-"""granian for egis, the faster server behind the same nginx (`bench/servers.py`):
+"""granian for egis, the faster server behind the same nginx (`bench.ingest.servers`):
 
     python deploy/granian_server.py [granian options]
 

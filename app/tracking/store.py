@@ -181,7 +181,7 @@ def _present(row: dict[str, Any]) -> dict[str, Any]:
     missing key as NULL, and PostgreSQL parses every key it is sent. Most of an event's
     columns are null (a page view has no name, a click no campaign), so leaving them out
     spares PostgreSQL more converting the JSON parameter than it costs Python (measured:
-    bench/README.md, `store_nodes.py --group`)."""
+    bench/README.md, `python -m bench.ingest.store_nodes --group`)."""
     return {key: value for key, value in row.items() if value is not None}
 
 

@@ -141,8 +141,8 @@ class SweepingMemoryStorage(MemoryStorage):
 
     The stock storage expires keys from a threading.Timer that it restarts on every hit once
     the previous one (10 ms) has fired: under load that is a thread start per request, which
-    cost a fifth of a worker's CPU in bench/ingest.py. Counters already expire lazily on read;
-    here the sweep of stale keys runs inline, at most once a second.
+    cost a fifth of a worker's CPU in bench.ingest.throughput. Counters already expire lazily
+    on read; here the sweep of stale keys runs inline, at most once a second.
     """
 
     STORAGE_SCHEME = ["egis-memory"]  # noqa: RUF012 - the type limits declares

@@ -1,0 +1,1 @@
+"""Ingest benchmarks: POST /api/events through real servers, and its parts in process."""

@@ -1,0 +1,1 @@
+"""Maintenance benchmarks: growth, retention, the rollups' merge, a replica, a soak."""

@@ -1,0 +1,1 @@
+"""Read benchmarks: the agent read surface (MCP tools) on seeded databases, and OAuth."""
