@@ -5,11 +5,11 @@ from flask import Blueprint, current_app, g
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from app.context.request import request_context
+from app.ingest import plans
 from app.tracking import anonymous, ingest
 from app.tracking.gate import tracking_endpoint
 from app.web import cors
 from app.web.bodies import json_object, raw_body
-from app.web.errors import ApiError
 from app.web.openapi import documented
 from app.web.schema import (
     BEFORE_ITS_BATCH,
@@ -23,7 +23,6 @@ from app.web.schema import (
     Text,
 )
 from models.event import EVENT_TYPES
-from models.ingest_tally import REJECTED_403_PLAN
 
 MAX_EVENTS = 50
 bp = Blueprint("events", __name__)
@@ -84,7 +83,7 @@ class IngestResponseSchema(Schema):
 class PlanRestrictedSchema(Schema):
     error = fields.String(required=True)
     restrictedTypes = fields.List(fields.String(validate=validate.OneOf(sorted(
-        ingest.PAID_TYPES))), metadata={
+        plans.PAID_TYPES))), metadata={
         "description": "On a plan restriction: the types to drop before resending the rest."})
 
 
@@ -104,16 +103,6 @@ def _extra_rules_hold(batch: dict[str, Any]) -> bool:
 LOADER = FastLoader(BatchSchema, _extra_rules_hold)
 
 
-def refuse_restricted_types(types: set[str]) -> None:
-    restricted = ingest.restricted_types(g.site, types)
-    if restricted:
-        subject = (f"Event type {restricted[0]} needs" if len(restricted) == 1
-                   else f"Event types {', '.join(restricted)} need")
-        raise ApiError(403, f"{subject} the Standard plan or above; this site is on the "
-                            f"{g.site.plan} plan. Nothing was stored.",
-                       tally_reason=REJECTED_403_PLAN, restrictedTypes=restricted)
-
-
 @bp.post("/api/events")
 @documented(
     "Ingest a batch of 1 to 50 events",
@@ -131,7 +120,7 @@ def post_events():
     body = raw_body()
     # NUL in any string: let marshmallow find and name the field.
     batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
-    refuse_restricted_types({event["type"] for event in batch["events"]})
+    plans.refuse_restricted_types({event["type"] for event in batch["events"]})
     batch = anonymous.derive_batch_ids(g.site.id, batch)
     result = ingest.ingest_batch(g.site, batch, current_app.extensions["egis_usage"],
                                  current_app.config["SAMPLE_RATE"],

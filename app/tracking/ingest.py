@@ -22,9 +22,6 @@ from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 from models.site import utcnow
 
-# Types that need the Standard plan or above.
-PAID_TYPES = frozenset({"performance", "error"})
-
 
 @dataclass(frozen=True)
 class IngestResult:
@@ -46,13 +43,6 @@ class SamplingDecision:
     keep: bool
     weight: float
     sampling: bool = field(default=False)
-
-
-def restricted_types(site: Site, types: set[str]) -> list[str]:
-    """Event types in `types` the site's plan does not include."""
-    if site.is_paid:
-        return []
-    return sorted(types & PAID_TYPES)
 
 
 def occurred_at(received_at: datetime, sent_ms: float, event_ms: float) -> datetime:
