@@ -4,6 +4,7 @@ from typing import Any
 from flask import Blueprint, g
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
+from app.ingest import plans
 from app.tracking import ingest
 from app.tracking.gate import tracking_endpoint
 from app.tracking.pipeline import ingest_events
@@ -82,7 +83,7 @@ class IngestResponseSchema(Schema):
 class PlanRestrictedSchema(Schema):
     error = fields.String(required=True)
     restrictedTypes = fields.List(fields.String(validate=validate.OneOf(sorted(
-        ingest.PAID_TYPES))), metadata={
+        plans.PAID_TYPES))), metadata={
         "description": "On a plan restriction: the types to drop before resending the rest."})
 
 

@@ -13,20 +13,19 @@ The agent layer is imported on the first call, not with the app: it brings the m
 protocol types and pydantic, 19 MiB of a worker's memory, which a worker that only ingests never
 uses. That first call takes ~0.3 s longer (bench/README.md, "Memory per worker").
 """
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from flask import Blueprint, Response, g, request
 from marshmallow import EXCLUDE, Schema, fields, validate
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.access.auth import authenticate, presented_key
-from app.oauth import grants, public
+from app.access.auth import require_credentials
+from app.oauth import public
+from app.oauth.tokens import ACCESS_TOKENS
 from app.web.bodies import raw_body
 from app.web.errors import MESSAGES, ApiError, render
-from app.web.limits import BAD_KEY, count_again, count_against, limited, refuse_if_spent
 from app.web.limits import MCP as MCP_LIMIT
+from app.web.limits import count_again, limited
 from app.web.openapi import documented
 from models.api_key import READ, SERVER
 
@@ -81,40 +80,6 @@ class JsonRpcResultSchema(Schema):
 JSON_RPC_ANSWER = {"oneOf": [JsonRpcResultSchema, JsonRpcErrorSchema]}
 
 
-def agent_credentials(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Set g.site (and g.key or g.grant) from a read or server key or an OAuth access token;
-    a 401 carries the OAuth challenge (invalid_token when a credential was sent)."""
-
-    @wraps(view)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        sent = presented_key(allow_x_api_key=False)
-        try:
-            if sent is not None and sent.startswith(grants.access_prefix()):
-                _authenticate_token(sent)
-            else:
-                authenticate((SERVER, READ))
-        except ApiError as error:
-            if error.status == 401:
-                error.headers["WWW-Authenticate"] = public.challenge(invalid_token=bool(sent))
-            raise
-        return view(*args, **kwargs)
-
-    wrapper.key_kinds = (SERVER, READ)  # read by the OpenAPI generator
-    return wrapper
-
-
-def _authenticate_token(token: str) -> None:
-    # As for keys (app.access.auth): a client whose tokens keep finding nothing is refused before
-    # the database is asked again. No cache: a revoked grant stops working at once.
-    refuse_if_spent(BAD_KEY)
-    grant = grants.authenticate(token, public.resource())
-    if grant is None:
-        count_against(BAD_KEY)
-        raise ApiError(401, "Invalid access token: unknown, expired or revoked.")
-    g.grant = grant
-    g.site = grant.site
-
-
 def _accepts_json() -> bool:
     accept = request.headers.get("Accept")
     if not accept:
@@ -150,7 +115,7 @@ def _accepts_json() -> bool:
     security=[{"bearerKey": []}, {"oauth2": [public.SCOPE]}],
     schemes={"oauth2": public.OPENAPI_SCHEME},
 )
-@agent_credentials
+@require_credentials((SERVER, READ), ACCESS_TOKENS)
 @limited(MCP_LIMIT)
 def mcp_endpoint() -> Response:
     if not _accepts_json():

@@ -14,10 +14,10 @@ from marshmallow import (
 
 from app.access.auth import require_key
 from app.ingest.idempotency import idempotent, once
+from app.ingest.plans import require_paid_plan
 from app.revenue import server_events
 from app.revenue.money import MAX_AMOUNT, MoneyError, active_currencies
 from app.web.bodies import json_object_exact, raw_body
-from app.web.errors import ApiError
 from app.web.limits import PER_KEY, limited
 from app.web.openapi import documented
 from app.web.schema import (
@@ -30,7 +30,6 @@ from app.web.schema import (
     not_too_long_ago,
 )
 from models.api_key import SERVER
-from models.ingest_tally import REJECTED_403_PLAN
 
 bp = Blueprint("server", __name__)
 
@@ -169,13 +168,6 @@ class ServerEventResponseSchema(Schema):
 
 
 SCHEMA = ServerEventSchema()
-
-
-def require_paid_plan() -> None:
-    if not g.site.is_paid:
-        raise ApiError(403, f"Server events need the Standard plan or above; this site is on "
-                            f"the {g.site.plan} plan. Nothing was stored.",
-                       tally_reason=REJECTED_403_PLAN)
 
 
 @bp.post("/api/server/events")

@@ -1,5 +1,7 @@
-"""The key decorator every blueprint shares: who is calling, for which site."""
+"""The key decorator every blueprint shares: who is calling, for which site; and the agent
+endpoint's, which takes a key or a bearer token of another issuer (OAuth, app.oauth)."""
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -71,6 +73,55 @@ def require_key(*kinds: str) -> Callable[[Callable[..., Any]], Callable[..., Any
         return wrapper
 
     return decorate
+
+
+@dataclass(frozen=True)
+class TokenIssuer:
+    """Bearer tokens that are not keys (OAuth access tokens, app.oauth.tokens): how they begin,
+    the grant a valid one belongs to (None: unknown, expired or revoked), and the
+    WWW-Authenticate challenge of a 401 (`invalid_token`: a credential was sent)."""
+
+    prefix: Callable[[], str]
+    grant_of: Callable[[str], Any]
+    challenge: Callable[[bool], str]
+
+
+def require_credentials(kinds: tuple[str, ...], issuer: TokenIssuer
+                        ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a view: set g.site (and g.key or g.grant) from a key of `kinds` or a token of
+    `issuer`; a 401 carries the issuer's challenge."""
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            sent = presented_key(allow_x_api_key=False)
+            try:
+                if sent is not None and sent.startswith(issuer.prefix()):
+                    _authenticate_token(sent, issuer)
+                else:
+                    authenticate(kinds)
+            except ApiError as error:
+                if error.status == 401:
+                    error.headers["WWW-Authenticate"] = issuer.challenge(bool(sent))
+                raise
+            return view(*args, **kwargs)
+
+        wrapper.key_kinds = kinds  # read by the OpenAPI generator
+        return wrapper
+
+    return decorate
+
+
+def _authenticate_token(token: str, issuer: TokenIssuer) -> None:
+    # As for keys: a client whose tokens keep finding nothing is refused before the database is
+    # asked again. No cache: a revoked grant stops working at once.
+    refuse_if_spent(BAD_KEY)
+    grant = issuer.grant_of(token)
+    if grant is None:
+        count_against(BAD_KEY)
+        raise ApiError(401, "Invalid access token: unknown, expired or revoked.")
+    g.grant = grant
+    g.site = grant.site
 
 
 def init_app(app: Flask) -> None:

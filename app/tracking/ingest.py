@@ -21,9 +21,6 @@ from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
 from models import Site
 from models.ingest_tally import DUPLICATE, SAMPLED
 
-# Types that need the Standard plan or above.
-PAID_TYPES = frozenset({"performance", "error"})
-
 
 @dataclass(frozen=True)
 class IngestResult:
@@ -45,13 +42,6 @@ class SamplingDecision:
     keep: bool
     weight: float
     sampling: bool = field(default=False)
-
-
-def restricted_types(site: Site, types: set[str]) -> list[str]:
-    """Event types in `types` the site's plan does not include."""
-    if site.is_paid:
-        return []
-    return sorted(types & PAID_TYPES)
 
 
 def occurred_at(received_at: datetime, sent_ms: float, event_ms: float) -> datetime:

@@ -12,29 +12,16 @@ from typing import Any
 from flask import current_app
 
 from app.context.request import request_context
+from app.ingest import plans
 from app.tracking import anonymous, ingest
-from app.web.errors import ApiError
 from models import Site
-from models.ingest_tally import REJECTED_403_PLAN
 from models.site import utcnow
-
-
-def refuse_restricted_types(site: Site, types: set[str]) -> None:
-    """A 403 naming the event types the site's plan does not include, before anything is
-    stored (the tally counts it as REJECTED_403_PLAN)."""
-    restricted = ingest.restricted_types(site, types)
-    if restricted:
-        subject = (f"Event type {restricted[0]} needs" if len(restricted) == 1
-                   else f"Event types {', '.join(restricted)} need")
-        raise ApiError(403, f"{subject} the Standard plan or above; this site is on the "
-                            f"{site.plan} plan. Nothing was stored.",
-                       tally_reason=REJECTED_403_PLAN, restrictedTypes=restricted)
 
 
 def ingest_events(site: Site, batch: dict[str, Any]) -> ingest.IngestResult:
     """Store a validated batch of POST /api/events for `site`, within its request (whose
     headers and address the derived ids and the visit context read)."""
-    refuse_restricted_types(site, {event["type"] for event in batch["events"]})
+    plans.refuse_restricted_types(site, {event["type"] for event in batch["events"]})
     received_at = utcnow()
     batch = anonymous.derive_batch_ids(site.id, batch, received_at)
     context = request_context(batch.get("fingerprint"))

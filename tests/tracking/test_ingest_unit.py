@@ -7,6 +7,7 @@ import orjson
 import pytest
 from marshmallow import ValidationError
 
+from app.ingest import plans
 from app.runtime import tally
 from app.tracking import ingest, quota
 from app.tracking.ingest import IngestResult
@@ -82,7 +83,7 @@ def ms(moment: datetime) -> int:
     ("pro", {"performance", "error"}, []),
 ])
 def test_restricted_types(plan, types, expected):
-    assert ingest.restricted_types(Site(domain="x.example", plan=plan), types) == expected
+    assert plans.restricted_types(Site(domain="x.example", plan=plan), types) == expected
 
 
 def test_clean_properties():
