@@ -4,6 +4,12 @@ A browser request carries Origin; it is accepted only from the site's domain or 
 (hosts compared, scheme and port ignored). Requests without Origin are backends: allowed.
 Preflights carry no key, so they cannot be tied to a site: they are answered for any origin,
 and the real request is checked once its key names the site.
+
+A refused origin's 403 carries Access-Control-Allow-Origin too, so that the page (and its owner,
+in the console) can read why: without it the browser shows only "blocked by CORS policy". It
+reveals nothing else: the key check before it answers every origin alike (unknown key, 401), and
+check_origin raises before quota, limits, body or storage are reached, so the refusal is all
+such an origin reads.
 """
 from urllib.parse import urlsplit
 
@@ -42,7 +48,7 @@ def check_origin(domain: str) -> None:
 
 def _add_cors_headers(response: Response) -> Response:
     origin = request.headers.get("Origin")
-    if origin is None or g.get("origin_refused"):
+    if origin is None:
         return response
     response.headers["Access-Control-Allow-Origin"] = origin
     response.headers.add("Vary", "Origin")
@@ -50,7 +56,7 @@ def _add_cors_headers(response: Response) -> Response:
         response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
         response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
         response.headers["Access-Control-Max-Age"] = PREFLIGHT_MAX_AGE
-    else:
+    elif not g.get("origin_refused"):  # a refusal has no Retry-After to show
         response.headers["Access-Control-Expose-Headers"] = "Retry-After"
     return response
 
