@@ -87,7 +87,8 @@ def decide() -> Response:
             raise
         return pages.message(429, "Too many wrong codes", "Too many wrong connect codes came "
                              "from your address: wait a while before you try again.",
-                             "Make a new code with flask agents connect DOMAIN meanwhile.",
+                             "Make a new code with .venv/bin/flask agents connect DOMAIN "
+                             "meanwhile.",
                              error.headers)
     if redeemed.site is None:
         return _consent_page(grant, 400, NOTICES[redeemed.refusal])
