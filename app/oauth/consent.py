@@ -65,13 +65,13 @@ def decide() -> Response:
     if request.args:  # the form sends every parameter in its body
         return pages.message(400, "This form was changed", "The request's parameters must be "
                              "in the form, not in the address.", BACK_TO_APP)
+    if not _form_is_ours():  # first: a form egis did not give this browser is read no further
+        return pages.message(403, "This form has expired", "The form is older than 30 minutes, "
+                             "was changed, or was sent from another browser.", BACK_TO_APP)
     try:
         grant = SERVER.get_consent_grant(end_user=None)
     except OAuth2Error as error:
         return _refused(error)
-    if not _form_is_ours():
-        return pages.message(400, "This form has expired", "The form is older than 30 minutes, "
-                             "was changed, or was sent from another browser.", BACK_TO_APP)
     decision = request.form.get("decision")
     if decision == "deny":
         return SERVER.create_authorization_response(grant=grant, grant_user=None)

@@ -130,7 +130,7 @@ def test_the_form_is_bound_to_its_request_its_browser_and_its_age(app, me, monke
     # Changed parameters (another state, another challenge): not the form egis made.
     for name in ("state", "code_challenge"):
         changed = me.decide({**form, name: form[name][:-1] + "x"}, code)
-        assert changed.status_code == 400 and "This form has expired" in changed.text
+        assert changed.status_code == 403 and "This form has expired" in changed.text
     # Another browser (no cookie), a forged token, an old form.
     me.http.cookies.clear()
     assert "This form has expired" in me.decide(form, code).text
