@@ -97,6 +97,8 @@ def authorize() -> Response:
                                    "or error=access_denied, state and iss."),
                        400: (HTML, "The page again (a wrong, used or expired code), or why the "
                                    "request cannot go on."),
+                       403: (HTML, "A form this server did not give this browser (csrf_token), "
+                                   "or older than 30 minutes: read no further."),
                        429: (HTML, "Too many wrong connect codes, or requests, from the "
                                    "client's address.")},
             tags=("oauth",))

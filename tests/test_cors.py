@@ -67,9 +67,25 @@ def test_a_foreign_origin_is_refused(client, app, std_site, path, origin):
     body = assert_json_error(response, 403)
     assert body["error"] == (f"Origin {origin!r} is not allowed: requests must come from "
                              "std.example or one of its subdomains.")
-    assert "Access-Control-Allow-Origin" not in response.headers
+    # readable by the page (else the browser shows only "blocked by CORS policy")
+    assert response.headers["Access-Control-Allow-Origin"] == origin
+    assert "Origin" in response.headers["Vary"]
+    assert "Access-Control-Expose-Headers" not in response.headers
     assert stored_counts(app) == NOTHING
     assert tallies(app) == {"rejected_403_origin": 1}
+
+
+@pytest.mark.parametrize("kind", ["write", "server", "read"])
+def test_a_foreign_origin_reads_only_the_refusal_from_validate(client, std_site, kind):
+    key = getattr(std_site, f"{kind}_key")
+    allowed = client.get("/api/validate", headers={"X-API-Key": key,
+                                                   "Origin": "https://std.example"})
+    assert allowed.status_code == 200 and "quota" in allowed.get_json()
+    response = client.get("/api/validate", headers={"X-API-Key": key,
+                                                    "Origin": "https://evil.example"})
+    body = assert_json_error(response, 403, "is not allowed")
+    assert response.headers["Access-Control-Allow-Origin"] == "https://evil.example"
+    assert set(body) == {"error", "valid"} and body["valid"] is False
 
 
 def test_the_origin_is_checked_before_the_body(client, app, std_site):

@@ -172,7 +172,8 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
     _event("type", "The event type: pageview, click, form_submit, scroll, performance, custom, "
                    "goal, error, heartbeat.", lambda e: e.type),
     _event("name", "The name of a named event (custom events and goals).", lambda e: e.name),
-    _event("goal", "The goal's name (goal events only).",
+    _event("goal", "The goal's name (goal events only: so are the totals of a breakdown by "
+                   "it, the conversions).",
            lambda e: Case(None, [(e.type == "goal", e.name)])),
     _visit("country", "ISO 3166-1 alpha-2 country of the visit (DE); null for private, "
                       "reserved or unknown addresses.", "address"),

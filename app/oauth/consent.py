@@ -65,13 +65,13 @@ def decide() -> Response:
     if request.args:  # the form sends every parameter in its body
         return pages.message(400, "This form was changed", "The request's parameters must be "
                              "in the form, not in the address.", BACK_TO_APP)
+    if not _form_is_ours():  # first: a form egis did not give this browser is read no further
+        return pages.message(403, "This form has expired", "The form is older than 30 minutes, "
+                             "was changed, or was sent from another browser.", BACK_TO_APP)
     try:
         grant = SERVER.get_consent_grant(end_user=None)
     except OAuth2Error as error:
         return _refused(error)
-    if not _form_is_ours():
-        return pages.message(400, "This form has expired", "The form is older than 30 minutes, "
-                             "was changed, or was sent from another browser.", BACK_TO_APP)
     decision = request.form.get("decision")
     if decision == "deny":
         return SERVER.create_authorization_response(grant=grant, grant_user=None)
@@ -87,7 +87,8 @@ def decide() -> Response:
             raise
         return pages.message(429, "Too many wrong codes", "Too many wrong connect codes came "
                              "from your address: wait a while before you try again.",
-                             "Make a new code with flask agents connect DOMAIN meanwhile.",
+                             "Make a new code with .venv/bin/flask agents connect DOMAIN "
+                             "meanwhile.",
                              error.headers)
     if redeemed.site is None:
         return _consent_page(grant, 400, NOTICES[redeemed.refusal])

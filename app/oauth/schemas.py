@@ -67,9 +67,27 @@ class ConsentFormSchema(Schema):
         unknown = EXCLUDE  # other parameters are ignored (RFC 6749 section 3.1)
 
     connect_code = fields.String(metadata={"description": "From `flask agents connect`."})
-    decision = fields.String(validate=validate.OneOf(["allow", "deny"]))
-    csrf_token = fields.String(metadata={"description": "As the consent page gave it."})
+    decision = fields.String(required=True, validate=validate.OneOf(["allow", "deny"]))
+    csrf_token = fields.String(required=True, metadata={
+        "description": "As the consent page gave it, with the authorization request's "
+                       "parameters (hidden fields) and the browser's cookie."})
 
 
-QUERY = tuple({"name": name, "in": "query", "schema": {"type": "string"}}
-              for name in AUTHORIZATION_PARAMETERS)
+# What the authorization endpoint refuses, declared (a request the document calls valid names a
+# client, its redirect URI and this server's resource, which a fuzzer cannot know: see
+# tests/reliability/test_contract.py). PKCE's challenge: RFC 7636 section 4.2.
+AUTHORIZATION_SCHEMAS = {
+    "response_type": ({"type": "string", "enum": ["code"]}, True),
+    "client_id": ({"type": "string", "minLength": 1}, True),
+    "redirect_uri": ({"type": "string", "minLength": 1}, False),
+    "code_challenge": ({"type": "string", "pattern": "^[A-Za-z0-9._~-]{43,128}$"}, True),
+    "code_challenge_method": ({"type": "string", "enum": ["S256"]}, True),
+    "state": ({"type": "string"}, False),
+    "scope": ({"type": "string", "enum": [public.SCOPE, ""],
+               "description": f"Empty or left out: {public.SCOPE}."}, False),
+    "resource": ({"type": "string", "minLength": 1,
+                  "description": "This server's /api/mcp URL (its protected-resource "
+                                 "metadata names it)."}, False),
+}
+QUERY = tuple({"name": name, "in": "query", "schema": AUTHORIZATION_SCHEMAS[name][0],
+               "required": AUTHORIZATION_SCHEMAS[name][1]} for name in AUTHORIZATION_PARAMETERS)

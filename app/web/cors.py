@@ -4,6 +4,10 @@ Site mode (the tracking endpoints, `enable`): a browser request carries Origin; 
 only from the site's domain or a subdomain (hosts compared, scheme and port ignored). Requests
 without Origin are backends: allowed. Preflights carry no key, so they cannot be tied to a site:
 they are answered for any origin, and the real request is checked once its key names the site.
+A refused origin's 403 carries Access-Control-Allow-Origin too, so that the page (and its owner,
+in the console) can read why: without it the browser shows only "blocked by CORS policy". It
+reveals nothing else: the key check before it answers every origin alike (unknown key, 401), and
+check_origin raises before quota, limits, body or storage are reached.
 
 Public mode (OAuth's discovery documents and POST endpoints, `enable_public`): any origin, no
 cookies, so that a browser-based client (the MCP Inspector) calls them from its own page.
@@ -54,14 +58,14 @@ def add_headers(response: Response, allow_origin: str, allowed_headers: str) -> 
         response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
         response.headers["Access-Control-Allow-Headers"] = allowed_headers
         response.headers["Access-Control-Max-Age"] = PREFLIGHT_MAX_AGE
-    else:
+    elif not g.get("origin_refused"):  # a refusal has no Retry-After to show
         response.headers["Access-Control-Expose-Headers"] = "Retry-After"
     return response
 
 
 def _site_headers(response: Response) -> Response:
     origin = request.headers.get("Origin")
-    if origin is None or g.get("origin_refused"):
+    if origin is None:
         return response
     return add_headers(response, origin, ALLOWED_HEADERS)
 

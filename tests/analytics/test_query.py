@@ -285,11 +285,30 @@ def test_sql_looking_values_and_keys_are_values(app, query):
         assert Event.select().count() == 20
 
 
+def test_the_totals_of_a_goal_breakdown_count_the_goals(query):
+    """What a goal breakdown's totals say, as in Plausible: the conversions. Goal events: S1's
+    Signup (visitor A), S4's (C), the backend's (A, no session)."""
+    result = query(metrics=["visitors", "visits", "events", "pageviews"],
+                   dimensions=["event:goal"])
+    assert rows(result) == [("Signup", 2, 2, 3, 0)]
+    assert result["totals"] == [2, 2, 3, 0]
+    by_device = query(metrics=["visits", "events"], dimensions=["event:goal", "visit:device"])
+    assert rows(by_device) == [("Signup", "Mobile", 1, 1), ("Signup", "Tablet", 1, 1)]
+    assert by_device["totals"] == [2, 3]  # the backend's goal has no visit, hence no device
+    # by event:name every event is in a row (the unnamed ones in its null row): the totals
+    # are the period's, the sum of the rows
+    named = query(metrics=["events"], dimensions=["event:name"])
+    assert sum(row["metrics"][0] for row in named["results"]) == named["totals"][0] == 20
+    compared = query(metrics=["events"], dimensions=["event:goal"], compare="previous_period")
+    assert compared["totals"] == [3] and compared["comparison"]["totals"] == [0]
+
+
 def test_conversion_rate(query):
     result = query(metrics=["visits", "events", "conversion_rate"], dimensions=["event:goal"])
     # visits with a Signup: S1, S4 of 6; the backend's goal is an event but no visit
     assert rows(result) == [("Signup", 2, 3, 33.3)]
-    assert result["totals"] == [6, 20, None]
+    # the totals are the goals' (the split's events), not all 20 events of the 6 visits
+    assert result["totals"] == [2, 3, 33.3]
     by_source = query(metrics=["visits", "conversion_rate"],
                       dimensions=["visit:source", "event:goal"])
     # Google: S1 converts of S1 + S3 (w2) = 1/3; (direct): S4 of S2 + S4 = 1/2

@@ -6,6 +6,7 @@ stranger. The page in a real browser: tests/oauth/test_consent_browser.py.
 """
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +52,23 @@ def test_connect_codes_are_80_bits_shown_in_groups_and_stored_hashed(app, make_s
     assert failed.exit_code == 1 and "nowhere.example" in failed.output
 
 
+README = (Path(__file__).parents[2] / "README.md").read_text()
+
+
+def test_the_page_names_the_command_as_the_readme_does(app, me):
+    """The virtualenv's flask, by its path: the README warns that a bare `flask` may be another
+    installation's."""
+    page = me.http.get("/oauth/authorize", params=me.authorization())
+    assert page.status_code == 200
+    help_text = re.search(r'<p class="small" id="code-help">(.*?)</p>', page.text).group(1)
+    command = re.search(r"<code>([^<]*agents connect[^<]*)</code>", help_text).group(1)
+    assert command == ".venv/bin/flask agents connect DOMAIN"
+    assert "`.venv/bin/flask agents connect localhost`" in README
+    assert "a bare `flask` finds" in README
+    issued = app.test_cli_runner().invoke(args=[*command.split()[1:-1], "std.example"])
+    assert issued.exit_code == 0 and CODE_SHAPE.search(issued.output)
+
+
 def test_a_code_works_in_any_case_without_dashes_once(app, me):
     code = connect_code(app, "std.example")
     back = me.authorize(code.lower().replace("-", ""))
@@ -89,6 +107,7 @@ def test_five_wrong_codes_from_one_address_then_429(app, me):
         limited = me.decide(form, typed)
         assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
         assert "Too many wrong connect codes" in limited.text
+        assert ".venv/bin/flask agents connect DOMAIN" in limited.text
     with db(app):  # the right code was not even looked at: still unused
         assert ConnectCode.select().where(ConnectCode.used_at.is_null()).count() == 1
 
@@ -111,7 +130,7 @@ def test_the_form_is_bound_to_its_request_its_browser_and_its_age(app, me, monke
     # Changed parameters (another state, another challenge): not the form egis made.
     for name in ("state", "code_challenge"):
         changed = me.decide({**form, name: form[name][:-1] + "x"}, code)
-        assert changed.status_code == 400 and "This form has expired" in changed.text
+        assert changed.status_code == 403 and "This form has expired" in changed.text
     # Another browser (no cookie), a forged token, an old form.
     me.http.cookies.clear()
     assert "This form has expired" in me.decide(form, code).text

@@ -2,13 +2,13 @@
 database can), their sums turned into the metrics (vocabulary.figures), and the two metrics
 that need another row: conversion_rate (the visits counted without the goal condition) and
 percentage (all visitors of the query)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from peewee import Select
 
 from app.analytics.events import fetch
-from app.analytics.filters import Leaf
+from app.analytics.filters import Leaf, Node
 from app.analytics.local_time import bucket_text
 from app.analytics.numbers import percent
 from app.analytics.period import Period
@@ -30,6 +30,17 @@ class Figures:
     capped: bool
 
 
+def split_scope(query: Query, dimensions: tuple[Dimension, ...]) -> Query:
+    """`query` narrowed to the events its split can show, for its totals. By event:goal the rows
+    are the goal events only (the others are in no row), so the totals count those: the
+    conversions, as a goal breakdown's totals do in Plausible, not every event of the period
+    beside rows that hold a few of them. Other splits need nothing: every event is in a row
+    (event:name's null row holds the events without a name)."""
+    scope: tuple[Node, ...] = tuple(Leaf("is_not", d, (None,)) for d in dimensions
+                                    if d.name == GOAL)
+    return replace(query, filters=query.filters + scope) if scope else query
+
+
 def _fetched(found: Select) -> list[dict[str, Any]]:
     """The statement's rows, read once per tool call: a conversion rate's denominator is often
     the totals statement again."""
@@ -41,16 +52,17 @@ def figure_rows(site: Site, period: Period, query: Query, dimensions: tuple[Dime
                 keep: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(rows by the dimensions, the totals row). With an event dimension the totals are a
     statement of their own (a visit may be in several rows), which without event filters
-    reads only the visit table. Rows by visit and time dimensions (a visit is in one row:
-    its first event's bucket) and their totals can come from one statement: they do where
-    the two cannot run at once (reading.concurrently); where they can, two statements on two
-    cores answer sooner for a little more CPU (measured: bench/README.md, "Analytics: the
-    agent read surface")."""
+    reads only the visit table; by event:goal, over the goal events (split_scope). Rows by
+    visit and time dimensions (a visit is in one row: its first event's bucket) and their
+    totals can come from one statement: they do where the two cannot run at once
+    (reading.concurrently); where they can, two statements on two cores answer sooner for a
+    little more CPU (measured: bench/README.md, "Analytics: the agent read surface")."""
     if dimensions and (any(d.kind == "event" for d in dimensions)  # a visit in several rows
                        or can_run_concurrently()):  # two statements, two cores
         rows, totals = concurrently(
             lambda: _fetched(statement(site, period, query, dimensions, keep, True)),
-            lambda: _fetched(statement(site, period, query, (), keep)))
+            lambda: _fetched(statement(site, period, split_scope(query, dimensions), (),
+                                       keep)))
         found = rows + totals
     else:
         found = _fetched(statement(site, period, query, dimensions, keep))
@@ -106,7 +118,8 @@ def _conversion(site: Site, period: Period, query: Query, rows: list[dict[str, A
             rest = row["key"][:at] + row["key"][at + 1:]
             row["conversion_rate"] = percent(row["sums"]["visits"],
                                              float(bases.get(rest, {}).get("visits") or 0))
-        totals["conversion_rate"] = None
+        # the totals are the visits with any goal (split_scope) of all visits
+        totals["conversion_rate"] = percent(totals["sums"]["visits"], float(whole["visits"] or 0))
         return
     base, whole = figure_rows(site, period, query, query.dimensions, keep)
     bases = _keyed(base if query.dimensions else [whole], len(query.dimensions))

@@ -42,13 +42,15 @@ def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
 
 
 def _implied(filters: Filters, keep: Any) -> Any:
-    """What the top-level `is` filters on an event's name or goal imply of its type and name,
-    spelled so that the index of named events (site, type, name, time) serves them: a name
-    is one of the types' (each a range of the index), a goal is a named event of type goal."""
+    """What the top-level `is` filters (and `is_not` null) on an event's name or goal imply of
+    its type and name, spelled so that the index of named events (site, type, name, time)
+    serves them: a name is one of the types' (each a range of the index), a goal is a named
+    event of type goal."""
     implied: Any = True
     for node in filters:
-        if not (isinstance(node, Leaf) and node.op == "is" and keep(node)
-                and None not in node.values):
+        if not (isinstance(node, Leaf) and keep(node) and (
+                (node.op == "is" and None not in node.values)
+                or (node.op == "is_not" and node.values == (None,)))):  # figures.split_scope
             continue
         if node.dimension.name == "event:name":
             implied &= Event.type.in_(EVENT_TYPES) & Event.name.is_null(False)
