@@ -10,7 +10,8 @@ import pytest
 
 from models import ApiKey, Site, database
 from models.site import PLAN_QUOTAS
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
+from tests.fixtures.cli import fails_with_one_line, ok, site_row
 
 WRITE_KEY = re.compile(r"^egis_[A-Za-z0-9_-]{43}$")
 SERVER_KEY = re.compile(r"^egiss_[A-Za-z0-9_-]{43}$")
@@ -25,25 +26,6 @@ def cli(app):
         return runner.invoke(args=list(args))
 
     return invoke
-
-
-def ok(result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
-def fails_with_one_line(result, needle: str) -> str:
-    assert result.exit_code != 0, result.output
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert needle in lines[0]
-    return lines[0]
-
-
-def site_row(app, domain: str) -> Site:
-    with app.app_context(), database.connection_context():
-        return Site.get(Site.domain == domain)
 
 
 # --- sites ---------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """CORS on the write-key endpoints, and the Origin check that goes with it."""
 import pytest
 
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     NOTHING,
     assert_json_error,
     batch,

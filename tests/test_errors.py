@@ -7,7 +7,7 @@ from playhouse.pool import MaxConnectionsExceeded
 from app.errors import MESSAGES
 from models import IngestTally, database
 from models.ingest_tally import REJECTED_429
-from tests.conftest import free_port
+from tests.fixtures.servers import free_port
 
 
 class ProbeSchema(Schema):

@@ -14,10 +14,9 @@ from app.idempotency import answer_once
 from app.retention import prune
 from models import CrawlHit, Event, IdempotencyKey, ServerEvent, database
 from models.site import utcnow
-from tests.conftest import BACKEND
-from tests.helpers import race
-from tests.tracking.helpers import assert_json_error, db, goal, post_json
-from tests.tracking.test_idempotency import waiting_on_a_lock
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import race
+from tests.fixtures.tracking import assert_json_error, db, goal, post_json, waiting_on_a_lock
 
 GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)"
 REPORT = {"path": "/pricing?utm=x", "host": "std.example", "userAgent": GPTBOT,

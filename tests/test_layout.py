@@ -14,7 +14,7 @@ others.
 import ast
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 PACKAGES = ("app", "blueprints", "models")
 FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires

@@ -6,21 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.tracking.helpers import batch, dumps, event, goal, post_live
+from tests.fixtures.metrics import samples, value
+from tests.fixtures.tracking import batch, dumps, event, goal, post_live
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of a scrape: (name, sorted labels) -> value."""
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples}
-
-
-def value(scrape: dict, name: str, **labels: str) -> float:
-    return scrape.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_content_type_is_exactly_prometheus_text(client):

@@ -10,7 +10,7 @@ import pytest
 from app.cli.db import upgrade_schema
 from app.rollups import merging as rollups
 from models import Event, UpgradeTask, Visit
-from tests.helpers import db, tool_result
+from tests.fixtures.helpers import db, tool_result
 
 AT = datetime(2026, 3, 10, 12, 0)
 PERIOD = {"from": "2026-03-10", "to": "2026-03-10"}

@@ -1,45 +1,16 @@
 """`flask db upgrade` on a fresh database, twice, on both backends: the schema the migrations
 build is the one the models expect, with JSONB on PostgreSQL and the analytics indexes."""
 import os
-import uuid
 
-import psycopg2
 import pytest
 from peewee import ModelIndex
 
 from app.cli.db import MIGRATIONS_DIR
-from app.db import is_postgres, release_connections
+from app.db import is_postgres
 from models import ALL_MODELS, Event, ServerEvent, database
-from tests.conftest import BACKEND, PG_ADMIN_URL, _admin
 
 MIGRATIONS = sorted(name[:-3] for name in os.listdir(MIGRATIONS_DIR)
                     if name[0].isdigit() and name.endswith(".py"))
-
-
-def _postgres_reachable() -> bool:
-    try:
-        psycopg2.connect(PG_ADMIN_URL, connect_timeout=3).close()
-    except psycopg2.OperationalError:
-        return False
-    return True
-
-
-@pytest.fixture(params=["postgres", "sqlite"])
-def fresh_url(request, make_app, tmp_path):
-    """A database with nothing in it (depends on make_app: its teardown re-binds the models)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
-        release_connections()
-        return
-    if BACKEND == "sqlite" and not _postgres_reachable():
-        pytest.skip("no PostgreSQL server reachable at EGIS_TEST_PG_ADMIN_URL")
-    name = f"egis_migrate_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    _admin(f"CREATE DATABASE {name}")
-    try:
-        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        release_connections()
-        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture

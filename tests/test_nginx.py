@@ -23,17 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
-    REDIS_URL,
-    ROOT,
-    WSGI_SERVER,
-    LiveServer,
-    free_port,
-    launch,
-    stop_server,
-)
-from tests.helpers import wait_for
-from tests.tracking.helpers import CHROME_UA, batch, dumps, stored_counts, tallies
+from tests.fixtures import ROOT
+from tests.fixtures.database import REDIS_URL
+from tests.fixtures.helpers import wait_for
+from tests.fixtures.servers import WSGI_SERVER, LiveServer, free_port, launch, stop_server
+from tests.fixtures.tracking import CHROME_UA, batch, dumps, stored_counts, tallies
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 DEPLOYED = ROOT / "deploy" / "nginx.conf"

@@ -139,7 +139,7 @@ def test_mcp_errors_are_documented_as_json_rpc(client, document, std_site):
 
 
 def test_served_without_a_database(make_app):
-    from tests.conftest import free_port
+    from tests.fixtures.servers import free_port
 
     app = make_app(DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere")
     response = app.test_client().get("/api/openapi.json")

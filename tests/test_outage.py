@@ -13,7 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from app.errors import MESSAGES
-from tests.conftest import BACKEND, free_port
+from tests.fixtures.database import BACKEND
+from tests.fixtures.servers import free_port
 
 READYZ_DOWN = "The database is unavailable."
 pytestmark = pytest.mark.skipif(

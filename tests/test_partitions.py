@@ -20,8 +20,8 @@ from app.partitions import Month, month_start
 from app.retention import prune
 from models import Event, database
 from models.site import utcnow
-from tests.conftest import BACKEND, PG_ADMIN_URL, _admin
-from tests.tracking.helpers import batch, db, event, goal, now_ms, post_json
+from tests.fixtures.database import BACKEND, PG_ADMIN_URL, _admin
+from tests.fixtures.tracking import batch, db, event, goal, now_ms, post_json
 
 postgres_only = pytest.mark.skipif(BACKEND != "postgres", reason="partitions are PostgreSQL's")
 

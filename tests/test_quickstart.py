@@ -20,7 +20,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import BACKEND, ROOT, WSGI_SERVER, free_port
+from tests.fixtures import ROOT
+from tests.fixtures.database import BACKEND
+from tests.fixtures.servers import WSGI_SERVER, free_port
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(BACKEND != "sqlite" or WSGI_SERVER != "gunicorn",

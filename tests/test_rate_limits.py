@@ -16,8 +16,9 @@ from app import keys
 from app.limits import StoreHealth, store_health
 from models.api_key import WRITE
 from models.instance_secret import InstanceSecret
-from tests.conftest import REDIS_URL, free_port
-from tests.tracking.helpers import (
+from tests.fixtures.database import REDIS_URL
+from tests.fixtures.servers import free_port
+from tests.fixtures.tracking import (
     assert_json_error,
     batch,
     db,

@@ -8,7 +8,7 @@ import pytest
 from flask import Blueprint
 
 from app.request_log import JsonFormatter
-from tests.tracking.helpers import batch
+from tests.fixtures.tracking import batch
 
 HEX_ID = re.compile(r"[0-9a-f]{32}")
 CLIENT_IP = "203.0.113.77"

@@ -9,8 +9,8 @@ from peewee import InterfaceError, OperationalError
 from app.rollups import merging
 from app.sql import QueryShapeError, all_of, any_of, read_transaction
 from models import Event, database
-from tests.conftest import BACKEND
-from tests.helpers import db
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import db
 
 # A statement too deep for the database's parser: SQLite's stack takes 86 nested parentheses,
 # PostgreSQL's expression stack (max_stack_depth) not 100,000 terms of one sum.

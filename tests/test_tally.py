@@ -10,9 +10,9 @@ from flask import Flask
 from app import tally
 from app.db import make_database
 from models import database
-from tests.conftest import free_port, stop_server
-from tests.helpers import db
-from tests.tracking.helpers import HEADLESS_UA, batch, dumps, post_live, tallies, wait_for_tallies
+from tests.fixtures.helpers import db
+from tests.fixtures.servers import free_port, stop_server
+from tests.fixtures.tracking import HEADLESS_UA, batch, dumps, post_live, tallies, wait_for_tallies
 
 NEW_YEAR = date(2026, 1, 1)
 

@@ -22,18 +22,12 @@ from playhouse.pool import PooledPostgresqlDatabase
 
 from app import config
 from app.db import make_database
-from tests.conftest import (
-    BACKEND,
-    PG_ADMIN_URL,
-    ROOT,
-    WSGI_SERVER,
-    free_port,
-    launch,
-    stop_server,
-)
-from tests.reliability.cluster import children
-from tests.test_metrics import samples, value
-from tests.tracking.helpers import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
+from tests.fixtures import ROOT
+from tests.fixtures.cluster import children
+from tests.fixtures.database import BACKEND, PG_ADMIN_URL
+from tests.fixtures.metrics import samples, value
+from tests.fixtures.servers import WSGI_SERVER, free_port, launch, stop_server
+from tests.fixtures.tracking import CHROME_UA, GOOGLEBOT_UA, batch, dumps, post_live
 
 
 def test_default_database_is_an_sqlite_file_in_the_instance_folder(monkeypatch, tmp_path):

@@ -4,7 +4,7 @@ The app does not import the agent layer (the first /api/mcp call does), and the 
 not import the mcp SDK's client and server: app.agent.sdk loads the one module it needs apart
 from the package (bench/README.md, "Memory per worker").
 """
-from tests.helpers import in_fresh_interpreter
+from tests.fixtures.helpers import in_fresh_interpreter
 
 FRESH_WORKER = """
 import sys

@@ -17,7 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from app.agent.apps import EXTENSION, MIME_TYPE
 from app.agent.session import Declaration, SessionIds
-from tests.agent.test_mcp_protocol import ACCEPT, MODERN, MODERN_META, call, rpc
+from tests.fixtures.mcp import ACCEPT, MODERN, MODERN_META, call, rpc
 
 APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel"}
 UI = {EXTENSION: {"mimeTypes": [MIME_TYPE]}}

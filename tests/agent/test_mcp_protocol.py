@@ -14,16 +14,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from app import keys
 from models import IngestTally, database
 from models.api_key import SERVER
+from tests.fixtures.mcp import ACCEPT, MODERN, MODERN_META, call, rpc
 
 TOOL_NAMES = ["get_overview", "get_revenue", "get_web_vitals", "get_errors",
               "get_crawler_activity", "get_ingest_health"]
 # The read surface's tools come first (tests/agent/test_read_tools.py covers them).
 LISTED = ["describe_data", "query", "funnel", *TOOL_NAMES]
-ACCEPT = "application/json, text/event-stream"
-MODERN = "2026-07-28"
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
 
 
 @pytest.fixture
@@ -40,17 +36,6 @@ def post(app, std_site):
                            headers={k: v for k, v in sent.items() if v is not None})
 
     return send
-
-
-def rpc(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def call(name: str, arguments: Any = None, request_id: Any = 1) -> dict[str, Any]:
-    return rpc("tools/call", {"name": name, "arguments": arguments or {}}, request_id)
 
 
 def error_of(response, code: int, status: int, request_id: Any = 1) -> dict[str, Any]:

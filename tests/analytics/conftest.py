@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from models.site import utcnow
-from tests.analytics.shop import DOMAIN, ingest
-from tests.helpers import tool_result
+from tests.fixtures.helpers import tool_result
+from tests.fixtures.shop import DOMAIN, ingest
 
 
 @pytest.fixture

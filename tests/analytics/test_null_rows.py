@@ -5,7 +5,7 @@ browser context at all).
 """
 import pytest
 
-from tests.analytics.shop import rows
+from tests.fixtures.shop import rows
 
 NO_BROWSER = ("came without a browser's context (requests without an Origin header, from a "
               "backend or curl, or without a User-Agent)")

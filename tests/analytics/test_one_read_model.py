@@ -5,7 +5,7 @@ egis's own code), on PostgreSQL and SQLite. The shop's traffic comes through ing
 import orjson
 import pytest
 
-from tests.analytics.shop import (
+from tests.fixtures.shop import (
     BOUNCE_RATE,
     CHANNELS,
     EVENTS,

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from tests.analytics.test_visit_edges import ev, rows
-from tests.helpers import site_with_events, tool_result
+from tests.fixtures.helpers import site_with_events, tool_result
+from tests.fixtures.visit_edges import ev, rows
 
 DAY = {"from": "2026-04-11", "to": "2026-04-11"}
 PAGE_METRICS = ["visitors", "visits", "pageviews", "events"]

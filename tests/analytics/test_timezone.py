@@ -7,8 +7,8 @@ import pytest
 from app.analytics.base import ArgumentError, Period, compare_period, resolve_period
 from app.rollups import merging as rollups
 from models import Event, Site, database
-from tests.analytics.test_analytics import _event
-from tests.test_cli import fails_with_one_line, ok, site_row
+from tests.fixtures.analytics import _event
+from tests.fixtures.cli import fails_with_one_line, ok, site_row
 
 
 @pytest.fixture

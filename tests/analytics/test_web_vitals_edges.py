@@ -15,9 +15,9 @@ import pytest
 
 from app.analytics.percentile import p75
 from models import database
-from tests.analytics.test_analytics import _event
-from tests.conftest import BACKEND
-from tests.helpers import call_tool, db, site_with_events
+from tests.fixtures.analytics import _event
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import call_tool, db, site_with_events
 
 PERIOD = {"from": "2026-03-10", "to": "2026-03-11"}  # Europe/Berlin: 9 March 23:00 UTC on
 FIRST_MIDNIGHT, END_MIDNIGHT = datetime(2026, 3, 9, 23), datetime(2026, 3, 11, 23)

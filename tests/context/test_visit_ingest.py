@@ -9,21 +9,22 @@ import pytest
 from app.context.request import RequestContext
 from app.tracking import store
 from models import Event
-from tests.conftest import BACKEND
-from tests.context.test_country import write_mmdb
-from tests.context.test_user_agent import CHROME_ANDROID_PHONE, SAFARI_IPAD
-from tests.helpers import db
-from tests.tracking.helpers import batch, event, goal, store_rows, stored_events
+from tests.fixtures.context import (
+    GERMAN_ADDRESS,
+    ORIGIN,
+    PHONE_CONTEXT,
+    PHONE_HEADERS,
+    SAFARI_IPAD,
+    write_mmdb,
+)
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import db
+from tests.fixtures.tracking import batch, event, goal, store_rows, stored_events
 
-ORIGIN = "https://std.example"
-GERMAN_ADDRESS = "193.99.144.80"  # RIPE registers it in DE
 CONTEXT_COLUMNS = ("country", "device", "browser", "browser_version", "os", "os_version",
                    "language", "screen")
 ACQUISITION_COLUMNS = ("source", "channel", "referrer_url", "utm_source", "utm_medium",
                        "utm_campaign", "utm_content", "utm_term")
-PHONE_HEADERS = {"User-Agent": CHROME_ANDROID_PHONE, "Accept-Language": "de-CH,de;q=0.9",
-                 "Sec-CH-UA-Mobile": "?1", "Sec-CH-UA-Platform": '"Android"'}
-PHONE_CONTEXT = ("DE", "Mobile", "Chrome", "131", "Android", "10", "de", "small")
 
 
 def post(client, path: str, body: dict, key: str, headers: dict[str, str] | None = None,

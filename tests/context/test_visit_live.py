@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from tests.conftest import WSGI_SERVER
-from tests.tracking.helpers import batch, stored_events
+from tests.fixtures.servers import WSGI_SERVER
+from tests.fixtures.tracking import batch, stored_events
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import pytest
 
 from app.crawlers import user_agents
 from models import CrawlHit
-from tests.crawlers.dns_server import DNSServer
-from tests.helpers import assert_json_error, cors_headers, database_bytes, post_json, rows
+from tests.fixtures.dns_server import DNSServer
+from tests.fixtures.helpers import assert_json_error, cors_headers, database_bytes, post_json, rows
 
 PATH = "/api/crawl/report"
 

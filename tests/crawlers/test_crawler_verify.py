@@ -4,7 +4,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.crawlers.verify import CrawlerVerifier, verifier_from_setting
-from tests.crawlers.dns_server import DNSServer
+from tests.fixtures.dns_server import DNSServer
 
 GOOGLE = ("googlebot.com", "google.com")
 GOOGLEBOT_IP = "66.249.66.1"

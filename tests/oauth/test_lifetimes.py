@@ -7,8 +7,8 @@ import pytest
 
 from app.keys import hash_key
 from models import OAuthCode, OAuthGrant, OAuthToken
-from tests.helpers import db
-from tests.oauth.conftest import Clock, connect_code, in_process
+from tests.fixtures.helpers import db
+from tests.fixtures.oauth import Clock, connect_code, in_process
 
 
 @pytest.fixture

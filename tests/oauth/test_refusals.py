@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from models import OAuthGrant
-from tests.helpers import db
-from tests.oauth.conftest import Agent, connect_code
-from tests.tracking.helpers import batch, event
+from tests.fixtures.helpers import db
+from tests.fixtures.oauth import Agent, connect_code
+from tests.fixtures.tracking import batch, event
 
 pytestmark = pytest.mark.slow
 

@@ -23,16 +23,11 @@ import psycopg2
 import pytest
 
 from app.db import release_connections
-from tests.conftest import (
-    BACKEND,
-    LiveServer,
-    SiteKeys,
-    launch_server,
-    stop_server,
-)
-from tests.reliability.cluster import Cluster, children, migrated_site
-from tests.reliability.wire import post, send
-from tests.tracking.helpers import batch, unique
+from tests.fixtures.cluster import Cluster, children, migrated_site
+from tests.fixtures.database import BACKEND, SiteKeys
+from tests.fixtures.servers import LiveServer, launch_server, stop_server
+from tests.fixtures.tracking import batch, unique
+from tests.fixtures.wire import post, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND == "sqlite", reason="chaos is done to a PostgreSQL server; SQLite has none")]

@@ -9,11 +9,11 @@ import pytest
 from peewee import fn
 
 from models import Batch, Event, ServerEvent, Usage
-from tests.conftest import SiteKeys, create_site
-from tests.helpers import db, race
-from tests.reliability.conftest import Deployment, deployment
-from tests.reliability.wire import Answer, post
-from tests.tracking.helpers import batch, event, goal, unique
+from tests.fixtures.database import SiteKeys, create_site
+from tests.fixtures.deployment import Deployment, deployment
+from tests.fixtures.helpers import db, race
+from tests.fixtures.tracking import batch, event, goal, unique
+from tests.fixtures.wire import Answer, post
 
 pytestmark = pytest.mark.slow
 

@@ -40,10 +40,12 @@ from schemathesis.core.warnings import SchemathesisWarning
 
 from models import ServerEvent
 from models.api_key import SERVER, WRITE
-from tests.conftest import BACKEND, ROOT, WSGI_SERVER
-from tests.helpers import rows
-from tests.reliability.conftest import Deployment, deployment
-from tests.reliability.wire import Answer, post, send
+from tests.fixtures import ROOT
+from tests.fixtures.database import BACKEND
+from tests.fixtures.deployment import Deployment, deployment
+from tests.fixtures.helpers import rows
+from tests.fixtures.servers import WSGI_SERVER
+from tests.fixtures.wire import Answer, post, send
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +112,7 @@ def live(migrated: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[De
 def config(live: Deployment, runs: dict[str, Run]) -> str:
     """schemathesis.toml: generation settings, and how each operation is run."""
     keys = {WRITE: live.std.write_key, SERVER: live.std.server_key}
-    lines = [f"seed = {SEED}", 'hooks = "tests.reliability.contract_hooks"',
+    lines = [f"seed = {SEED}", 'hooks = "tests.fixtures.contract_hooks"',
              "[cache]", "enabled = false",  # no crashes replayed from an earlier run
              "[generation]", "deterministic = true", 'database = "none"',
              "[warnings]", f"display = {WARNINGS}", "fail-on = true"]

@@ -25,7 +25,7 @@ from app.revenue.money import active_currencies, currency_exponent
 from app.tracking.ingest import parse_client_timestamp
 from models import Batch, CrawlHit, Event, IngestTally, ServerEvent, Usage
 from models.event import EVENT_TYPES
-from tests.helpers import db
+from tests.fixtures.helpers import db
 
 ABSENT = object()  # a field left out of the body
 MONEY_KEYS = {"amount", "revenue", "revenue_cents", "currency"}

@@ -20,11 +20,12 @@ import pytest
 from app import keys
 from models import database
 from models.api_key import SERVER, WRITE
-from tests.conftest import ROOT, WSGI_SERVER
-from tests.helpers import database_bytes
-from tests.reliability.conftest import Deployment, deployment
-from tests.reliability.wire import CLIENT_ADDRESS, Answer, post, send, send_raw
-from tests.tracking.helpers import batch, dumps, goal, gzipped, unique
+from tests.fixtures import ROOT
+from tests.fixtures.deployment import Deployment, deployment
+from tests.fixtures.helpers import database_bytes
+from tests.fixtures.servers import WSGI_SERVER
+from tests.fixtures.tracking import batch, dumps, goal, gzipped, unique
+from tests.fixtures.wire import CLIENT_ADDRESS, Answer, post, send, send_raw
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from app.retention import erase
 from app.rollups import merging, visits
 from models import Event, ServerEvent, Visit
 from models.site import utcnow
-from tests.retention.helpers import (
+from tests.fixtures.retention import (
     add_crawl_hit,
     add_event,
     add_server_event,
@@ -15,14 +15,8 @@ from tests.retention.helpers import (
     table_lines,
     visits_left,
 )
-from tests.rollups.test_visits import page_table, slot_table
-from tests.tracking.helpers import (
-    batch,
-    db,
-    event,
-    goal,
-    post_json,
-)
+from tests.fixtures.rollups import page_table, slot_table
+from tests.fixtures.tracking import batch, db, event, goal, post_json
 
 
 @pytest.fixture

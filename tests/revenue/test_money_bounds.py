@@ -12,7 +12,7 @@ import pytest
 
 from app.revenue.money import MAX_AMOUNT, active_currencies, currency_exponent, to_minor_units
 from models import ServerEvent
-from tests.helpers import post_json, rows
+from tests.fixtures.helpers import post_json, rows
 
 PATH = "/api/server/events"
 INT64_MAX = 2**63 - 1

@@ -18,10 +18,11 @@ import psycopg2
 import pytest
 
 from app.db import release_connections
-from tests.conftest import BACKEND, LiveServer, SiteKeys, launch_server, stop_server
-from tests.reliability.cluster import Cluster, migrated_site
-from tests.rollups.helpers import live_json, live_tool, metric, visit_batch
-from tests.tracking.helpers import post_live
+from tests.fixtures.cluster import Cluster, migrated_site
+from tests.fixtures.database import BACKEND, SiteKeys
+from tests.fixtures.rollups import live_json, live_tool, metric, visit_batch
+from tests.fixtures.servers import LiveServer, launch_server, stop_server
+from tests.fixtures.tracking import post_live
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND == "sqlite", reason="a PostgreSQL streaming replica")]

@@ -9,9 +9,9 @@ import pytest
 from app.tracking import store
 from models import Batch, database
 from models.site import utcnow
-from tests.conftest import BACKEND
-from tests.helpers import db, race
-from tests.tracking.helpers import (
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import race
+from tests.fixtures.tracking import (
     batch,
     event,
     post_json,
@@ -19,6 +19,7 @@ from tests.tracking.helpers import (
     stored_counts,
     stored_events,
     tallies,
+    waiting_on_a_lock,
 )
 
 
@@ -74,14 +75,6 @@ def test_racing_copies_in_the_store_insert_once(app, std_site):
     assert sorted(outcome.stored for outcome in outcomes) == [False] * 7 + [True]
     assert {outcome.count for outcome in outcomes} == {4}
     assert stored_counts(app) == {"events": 4, "batches": 1, "usage": 4}
-
-
-def waiting_on_a_lock(app) -> bool:
-    with db(app):
-        (waiting,) = database.execute_sql(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()
-    return waiting > 0
 
 
 @pytest.mark.skipif(BACKEND != "postgres", reason="the store statement is PostgreSQL's")

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     EVENT_BAD_BODIES,
     GOAL_BAD_BODIES,
     NOTHING,

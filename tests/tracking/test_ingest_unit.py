@@ -21,7 +21,7 @@ from app.fields import (
 from app.tracking import ingest, quota
 from app.tracking.ingest import IngestResult
 from models import IngestTally, Site
-from tests.tracking.helpers import db, deep_value, tallies
+from tests.fixtures.tracking import db, deep_value, tallies
 
 NOW = datetime(2026, 6, 1, 12, 0, 0)
 
@@ -173,7 +173,7 @@ def test_quota_status():
 
 
 def test_usage_cache(app, std_site):
-    from tests.tracking.helpers import seed_usage
+    from tests.fixtures.tracking import seed_usage
 
     cache = quota.UsageCache(ttl=3600)
     site_id = std_site.site.id

@@ -5,7 +5,7 @@ import pytest
 
 from app.tracking.quota import keeps_session
 from models import Usage
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     batch,
     db,
     event,

@@ -17,8 +17,8 @@ from app.retention import prune
 from app.tracking import anonymous
 from models import Event, Site, VisitorSalt, VisitorState
 from models.site import utcnow
-from tests.helpers import database_bytes, race
-from tests.tracking.helpers import (
+from tests.fixtures.helpers import database_bytes, race
+from tests.fixtures.tracking import (
     CHROME_UA,
     batch,
     db,

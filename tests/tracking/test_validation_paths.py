@@ -18,7 +18,7 @@ from app.privacy import may_hold_email
 from app.tracking.ingest import event_row
 from blueprints.events import LOADER, BatchSchema
 from models.event import EVENT_TYPES
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     COMMON_BAD_BODIES,
     EVENT_BAD_BODIES,
     deep_value,
