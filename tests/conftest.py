@@ -81,7 +81,7 @@ def make_app(migrated: str) -> Iterator[Callable[..., Any]]:
     def build(**overrides: Any):
         # Tallies written and rollups merged at once, so that a test reads them right after its
         # request; the deferred way the service runs by default has tests of its own
-        # (tests/test_tally.py, tests/rollups/).
+        # (tests/runtime/test_tally.py, tests/rollups/).
         return create_app({"DATABASE_URL": migrated, "TESTING": True,
                            "TALLY_FLUSH_SECONDS": 0, "ROLLUP_MERGE_SECONDS": 0, **overrides})
 

@@ -1,4 +1,4 @@
-"""Fixtures shared by the analytics tests: the shop of tests/analytics/shop.py,
+"""Fixtures shared by the analytics tests: the shop of tests/fixtures/shop.py,
 its traffic ingested over HTTP."""
 from collections.abc import Callable
 from datetime import timedelta

@@ -1,5 +1,5 @@
 """When most of a dimension's visitors have no value, `warnings` says why, from what the database
-holds: on tests/analytics/shop.py's site (the `ask` fixture), ingested over HTTP from 127.0.0.1
+holds: on tests/fixtures/shop.py's site (the `ask` fixture), ingested over HTTP from 127.0.0.1
 (a local address: no country) by a browser (visitors A, B, C) and by a backend (D, E: no
 browser context at all).
 """

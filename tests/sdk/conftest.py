@@ -2,7 +2,7 @@
 
 The test page is served from http://localhost:<port> (or a subdomain: Chromium resolves
 *.localhost to the loopback), the tracker and the API from http://127.0.0.1:<port> through a
-proxy (tests/sdk/proxy.py) that can fail on purpose. So the page's requests are cross-origin,
+proxy (tests/fixtures/proxy.py) that can fail on purpose. So the page's requests are cross-origin,
 with real CORS preflights, and the site's domain is `localhost`.
 
 Chromium is Debian's (`/usr/bin/chromium`, or EGIS_CHROMIUM), driven by Playwright's Python

@@ -1,6 +1,6 @@
 """A batch id is stored once per site: resends answer 200 `duplicate: true` with the first count,
 also when the copies race (a unique constraint decides, not a read-then-write). 50 racing
-requests through a real server: tests/reliability/test_concurrency.py."""
+requests through a real server: tests/system/test_concurrency.py."""
 import threading
 import time
 

@@ -65,7 +65,8 @@ def payload(draw: st.DrawFn, fields: dict[str, Field], refuse_one_in: int = 2) -
     return body_of(values)
 
 
-# form_submit's `fields` is filtered for personal data (tests/test_privacy.py): not generated.
+# form_submit's `fields` is filtered for personal data (tests/ingest/test_privacy.py): not
+# generated.
 JSON_KEY = st.one_of(text(max_size=8).filter(lambda key: key != "fields"),
                      st.sampled_from(["amount", "Revenue", "CURRENCY", "revenue_cents", "price"]))
 JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),

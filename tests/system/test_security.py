@@ -341,8 +341,8 @@ def absurd_headers(key: str) -> dict[str, tuple[list[bytes], int]]:
 
 # Refused by the server before egis sees them, in JSON by deploy/gunicorn.conf.py's worker.
 # granian refuses them with an empty body, but for the bare newline (test below). Behind nginx,
-# nginx refuses the CR, NUL and folded ones first, in JSON (tests/test_nginx.py), reads the bare
-# newline as granian does, and passes 200 header fields on.
+# nginx refuses the CR, NUL and folded ones first, in JSON (tests/system/test_nginx.py), reads
+# the bare newline as granian does, and passes 200 header fields on.
 REFUSED_BY_THE_SERVER = ("newline-in-key", "carriage-return-in-key", "folded-key", "nul-in-key",
                          "200-headers")
 

@@ -2,7 +2,7 @@
 again, a server worker is SIGKILLed, and PostgreSQL freezes for a few seconds.
 
 The deployment is the project's (`launch_server(deploy_config=True)`) on a throwaway cluster
-of our own (tests/reliability/cluster.py). Clients behave as the tracker and a careful backend
+of our own (tests/fixtures/cluster.py). Clients behave as the tracker and a careful backend
 do: a batch (or an orderId) is resent under the same id after a 503, a 5xx or a broken
 connection, until it gets a 200. Afterwards: every batch and every orderId is stored, each
 exactly once with all its events; no answer was a 500; every 503 carried Retry-After; no request
