@@ -2,17 +2,24 @@
 (app.tally): nothing lost when the database is away for a while, nor when a worker stops."""
 import logging
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 from flask import Flask
 
 from app import tally
 from app.db import make_database
-from models import database
+from models import IngestTally, database
 from tests.fixtures.helpers import db
 from tests.fixtures.servers import free_port, stop_server
-from tests.fixtures.tracking import HEADLESS_UA, batch, dumps, post_live, tallies, wait_for_tallies
+from tests.fixtures.tracking import (
+    HEADLESS_UA,
+    batch,
+    dumps,
+    post_live,
+    tallies,
+    wait_for_tallies,
+)
 
 NEW_YEAR = date(2026, 1, 1)
 
@@ -96,3 +103,23 @@ def test_a_stopping_server_writes_what_its_workers_counted(start_server, app, st
 
     stop_server(server)
     assert tallies(app) == {"bot": 12}, server.log()
+
+
+# --- tally ----------------------------------------------------------------------------------
+
+def test_tally_upserts_per_site_day_and_reason(app, std_site, free_site):
+    with db(app):
+        tally.add(std_site.site.id, "bot")
+        tally.add(std_site.site.id, "bot", 4)
+        tally.add(std_site.site.id, "sampled", 0)  # nothing to count: no row
+        tally.add(std_site.site.id, "bot", 2, day=date(2026, 1, 1))
+        tally.add(free_site.site.id, "bot")
+        tally.add_quietly(free_site.site.id, "duplicate")
+        rows = {(r.site_id, r.day, r.reason): r.count for r in IngestTally.select()}
+    today = datetime.now(UTC).date()
+    assert rows == {(std_site.site.id, today, "bot"): 5,
+                    (std_site.site.id, date(2026, 1, 1), "bot"): 2,
+                    (free_site.site.id, today, "bot"): 1,
+                    (free_site.site.id, today, "duplicate"): 1}
+    assert tallies(app, std_site.site.id) == {"bot": 7}
+

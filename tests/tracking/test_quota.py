@@ -1,8 +1,10 @@
 """Quota per calendar month, and session-consistent sampling once a site is over it."""
 from collections import defaultdict
+from datetime import UTC, datetime
 
 import pytest
 
+from app.tracking import quota
 from app.tracking.quota import keeps_session
 from models import Usage
 from tests.fixtures.tracking import (
@@ -171,3 +173,46 @@ def test_a_resent_sampled_batch_is_a_duplicate(over_quota):
     assert first == {"success": True, "count": 0, "sampled": True}
     assert again == {"success": True, "count": 0, "sampled": True, "duplicate": True}
     assert tallies(app) == {"sampled": 2, "duplicate": 1}
+
+
+# --- sampling -------------------------------------------------------------------------------
+
+def test_keeps_session_is_deterministic_and_uniform():
+    sessions = [f"s{i}" for i in range(20_000)]
+    kept = [s for s in sessions if quota.keeps_session(s, 0.1)]
+    assert kept == [s for s in sessions if quota.keeps_session(s, 0.1)]
+    assert 0.09 < len(kept) / len(sessions) < 0.11
+    assert not any(quota.keeps_session(s, 0.0) for s in sessions[:1000])
+    assert all(quota.keeps_session(s, 1.0) for s in sessions[:1000])
+    # nested rates: a session kept at 10% is kept at 50%
+    assert all(quota.keeps_session(s, 0.5) for s in kept)
+    assert quota.keeps_session("\ud800", 0.5) in (True, False)  # no encoding error
+
+
+def test_quota_status():
+    state = quota.QuotaStatus(period="2026-06", limit=10, used=12)
+    assert (state.remaining, state.sampling) == (0, True)
+    state = quota.QuotaStatus(period="2026-06", limit=10, used=9)
+    assert (state.remaining, state.sampling) == (1, False)
+    assert quota.period_of(datetime(2026, 12, 31, 23, 59)) == "2026-12"
+
+
+def test_usage_cache(app, std_site):
+    from tests.fixtures.tracking import seed_usage
+
+    cache = quota.UsageCache(ttl=3600)
+    site_id = std_site.site.id
+    period = quota.period_of(datetime.now(UTC))
+    seed_usage(app, site_id, 7, shard=1)
+    with db(app):
+        assert cache.used(site_id, period) == 7
+    seed_usage(app, site_id, 5, shard=2)
+    with db(app):
+        assert cache.used(site_id, period) == 7  # cached
+        cache.add(site_id, period, 3)
+        assert cache.used(site_id, period) == 10  # this worker's own writes
+        cache.add(site_id, "1999-01", 3)  # nothing cached: nothing to move
+        cache.clear()
+        assert cache.used(site_id, period) == 12
+        assert quota.UsageCache(ttl=0).used(site_id, "1999-01") == 0
+

@@ -1,10 +1,10 @@
 """Every status the app can return leaves as JSON `{"error": "..."}`: never HTML, no traceback."""
 import pytest
 from flask import Blueprint, request
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 from playhouse.pool import MaxConnectionsExceeded
 
-from app.errors import MESSAGES
+from app.errors import MESSAGES, format_validation_messages
 from models import IngestTally, database
 from models.ingest_tally import REJECTED_429
 from tests.fixtures.servers import free_port
@@ -201,3 +201,18 @@ def test_503_when_the_pool_is_exhausted(probe):
 
 def test_every_status_of_the_table_has_a_message():
     assert set(MESSAGES) == {400, 401, 403, 404, 405, 413, 415, 429, 500, 503}
+
+
+def test_format_validation_messages():
+    messages = {"events": {3: {"type": ["Must be one of: a."]}}, "id": ["Bad.", "Worse."]}
+    assert format_validation_messages(messages) == (
+        "events.3.type: Must be one of: a.; id: Bad. Worse.")
+    assert format_validation_messages(["Top."]) == "Top."
+    with pytest.raises(ValidationError) as error:
+        from blueprints.events import BatchSchema
+
+        BatchSchema().load({})
+    text = format_validation_messages(error.value.messages)
+    for name in ("id", "sessionId", "anonymousId", "timestamp", "events"):
+        assert f"{name}: Missing data for required field." in text
+

@@ -7,8 +7,15 @@ import orjson
 import pytest
 from marshmallow import Schema, ValidationError, validate
 
-from app.fields import StrictInteger
+from app.fields import (
+    MAX_JSON_DEPTH,
+    MAX_PROPERTIES_BYTES,
+    JSONObject,
+    StrictInteger,
+    nesting_exceeds,
+)
 from app.validation import FastLoader
+from tests.fixtures.tracking import deep_value
 
 INT64_MAX = 2**63 - 1
 NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
@@ -80,3 +87,32 @@ def test_the_fast_path_agrees_with_marshmallow(text, answer):
     assert loader.passes_fast_check(data) is isinstance(answer, int)
     if isinstance(answer, int):
         assert loader.load(data)["limit"] == answer  # as parsed: 100.0 == 100
+
+
+# --- fields ---------------------------------------------------------------------------------
+
+def test_json_object_problem_edges():
+    problem = JSONObject.problem
+    assert problem(None) is None
+    assert problem({}) is None
+    at = {"p": "x" * (MAX_PROPERTIES_BYTES - 8)}
+    assert len(orjson.dumps(at)) == MAX_PROPERTIES_BYTES and problem(at) is None
+    over = {"p": "x" * (MAX_PROPERTIES_BYTES - 7)}
+    assert problem(over) == "Too large: at most 16384 bytes as JSON, got 16385."
+    assert problem({"a": ["\x00"]}) == "NUL characters are not allowed."
+    assert problem(deep_value(MAX_JSON_DEPTH)) is None
+    assert problem(deep_value(MAX_JSON_DEPTH + 1)) == JSONObject.TOO_DEEP
+    assert problem(deep_value(300)) == JSONObject.TOO_DEEP  # more than orjson can write
+    wide = {f"k{i}": [[{}]] for i in range(200)}  # many brackets, little depth
+    assert problem(wide) is None
+    assert problem({"s": "[{" * 500}) is None  # brackets inside strings are not depth
+
+
+def test_nesting_exceeds():
+    assert not nesting_exceeds({}, 1)
+    assert nesting_exceeds({"a": {}}, 1)
+    assert not nesting_exceeds({"a": [1, {"b": []}]}, 4)
+    assert nesting_exceeds({"a": [1, {"b": []}]}, 3)
+    assert not nesting_exceeds(deep_value(5000), 5000)  # iterative: no RecursionError
+    assert nesting_exceeds(deep_value(5000), 4999)
+
