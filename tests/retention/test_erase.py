@@ -76,20 +76,6 @@ def test_erase_an_anonymous_id(app, people):
     assert visits_left(app) == [(site, "s-1", "a-1"), (site, "s-9", "a-9"), (other, "s-1", "a-1")]
 
 
-@pytest.mark.parametrize("args", [[], ["--user-id", "u", "--anonymous-id", "a"]])
-def test_erase_needs_exactly_one_id(app, std_site, args):
-    result = app.test_cli_runner().invoke(args=["data", "erase", "std.example", *args])
-    assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.strip() == (
-        "Error: give exactly one of --user-id ID or --anonymous-id ID.")
-
-
-def test_erase_on_an_unknown_site_fails_with_one_line(app):
-    result = app.test_cli_runner().invoke(args=["data", "erase", "nope.example", "--user-id", "u"])
-    assert result.exit_code == 1
-    assert result.stderr.strip() == "Error: no site with domain 'nope.example'."
-
-
 def test_erase_in_small_transactions(app, std_site):
     with db(app):
         for _ in range(11):
