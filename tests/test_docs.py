@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 API_DOC = ROOT / "docs" / "API.md"
 DOCS = [ROOT / "README.md", API_DOC, ROOT / "docs" / "ARCHITECTURE.md",

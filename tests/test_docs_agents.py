@@ -21,10 +21,11 @@ import httpx2
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.conftest import ROOT, free_port
-from tests.helpers import doc_example
-from tests.sdk.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.tracking.helpers import batch
+from tests.fixtures import ROOT
+from tests.fixtures.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.fixtures.helpers import doc_example
+from tests.fixtures.servers import free_port
+from tests.fixtures.tracking import batch
 
 pytestmark = pytest.mark.slow
 

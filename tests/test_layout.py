@@ -15,7 +15,7 @@ everything and is exempt. Imports inside functions count like the others.
 import ast
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 PACKAGES = ("app", "blueprints", "models")
 FACTORY = "app"  # app/__init__.py: create_app imports every piece it wires

@@ -7,7 +7,7 @@ request.
 """
 import pytest
 
-from tests.helpers import in_fresh_interpreter
+from tests.fixtures.helpers import in_fresh_interpreter
 
 FRESH_WORKER = """
 import sys

@@ -18,8 +18,8 @@ from app.agent.catalogue import BATCH_SPENT, TIMEOUT
 from app.rollups import merging
 from models import Event
 from models.api_key import READ
-from tests.helpers import db, tool_result, wait_for
-from tests.tracking.helpers import CHROME_UA, batch
+from tests.fixtures.helpers import db, tool_result, wait_for
+from tests.fixtures.tracking import CHROME_UA, batch
 
 DOMAIN = "heavy.example"
 PAGES = [f"/p{n}" for n in range(200)]

@@ -16,9 +16,10 @@ from mcp.client.extension import advertise
 from mcp.client.streamable_http import streamable_http_client
 
 from app.agent.apps import EXTENSION, MIME_TYPE
-from tests.agent.test_mcp_client import server  # noqa: F401  (a live server, seeded)
-from tests.analytics.test_analytics import PERIOD
+from tests.fixtures import mcp
+from tests.fixtures.analytics import PERIOD
 
+server = mcp.server  # a fixture: a live server, seeded
 pytestmark = pytest.mark.slow
 
 DECLARE = advertise(EXTENSION, {"mimeTypes": [MIME_TYPE]})
@@ -57,7 +58,7 @@ def run(body: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_client_that_does_not_declare_gets_no_session(server, mode):  # noqa: F811
+def test_a_client_that_does_not_declare_gets_no_session(server, mode):
     url, site_keys, _ = server
     recorder = Recorder()
     seen = run(lambda: session_of(url, site_keys.server_key, mode, [], recorder))
@@ -68,7 +69,7 @@ def test_a_client_that_does_not_declare_gets_no_session(server, mode):  # noqa: 
                                  for method, sent, answered, _ in recorder.seen)
 
 
-def test_a_declaring_client_of_the_handshake_era_keeps_its_session(server):  # noqa: F811
+def test_a_declaring_client_of_the_handshake_era_keeps_its_session(server):
     url, site_keys, _ = server
     recorder = Recorder()
     declaring = run(lambda: session_of(url, site_keys.server_key, "legacy", [DECLARE], recorder))
@@ -88,7 +89,7 @@ def test_a_declaring_client_of_the_handshake_era_keeps_its_session(server):  # n
     assert declaring["query"].structured_content == plain["query"].structured_content
 
 
-def test_a_declaring_client_of_the_stateless_era(server):  # noqa: F811
+def test_a_declaring_client_of_the_stateless_era(server):
     url, site_keys, _ = server
     recorder = Recorder()
     declaring = run(lambda: session_of(url, site_keys.server_key, "auto", [DECLARE], recorder))

@@ -16,9 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from blueprints import BLUEPRINTS, mcp
-from tests.analytics.test_analytics import DOMAIN, PERIOD, Expected, build_dataset, check, seed
+from tests.fixtures import mcp
+from tests.fixtures.analytics import DOMAIN, PERIOD, Expected, check
 
+server = mcp.server  # a fixture: a live server, seeded
 pytestmark = pytest.mark.slow
 
 TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {
@@ -38,20 +39,6 @@ def wanted(expected: Expected, name: str) -> dict[str, Any]:
         "get_crawler_activity": lambda: expected.crawler_activity(limit),
         "get_ingest_health": expected.ingest_health,
     }[name]()
-
-
-@pytest.fixture
-def server(app, make_site, start_server):
-    """A real server on the test database, with one seeded site; yields (url, keys,
-    expected)."""
-    assert mcp.bp in BLUEPRINTS, "the server serves wsgi:app: add mcp.bp to BLUEPRINTS"
-    site_keys = make_site(DOMAIN, "standard")
-    other = make_site("other.example", "standard")
-    data = build_dataset(site_keys.site, other.site)
-    with app.app_context():
-        seed(data)
-    live = start_server(workers=2)
-    return f"{live.url}/api/mcp", site_keys, Expected(data)
 
 
 def run(key: str, body: Callable[[Any], Awaitable[None]]) -> None:

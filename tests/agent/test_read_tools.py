@@ -8,10 +8,12 @@ import pytest
 
 from app.agent.catalogue import TOO_COMPLEX
 from models import database
-from tests.analytics.test_query import PERIOD, site, tool  # noqa: F401 (fixtures)
-from tests.conftest import BACKEND
-from tests.helpers import tool_result
+from tests.fixtures import query as query_data
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import tool_result
+from tests.fixtures.query import PERIOD
 
+site, tool = query_data.site, query_data.tool  # fixtures: the query tests' site and tool
 READ_TOOLS = ("describe_data", "query", "funnel")
 CALLS = {
     "describe_data": {"dimension": "visit:country"},
@@ -28,7 +30,7 @@ def listing(app, keys):
     return {listed["name"]: listed for listed in response.get_json()["result"]["tools"]}
 
 
-def test_no_schema_uses_ref(app, site):  # noqa: F811
+def test_no_schema_uses_ref(app, site):
     tools = listing(app, site)
     assert b"$ref" not in orjson.dumps(list(tools.values()))
     for name in READ_TOOLS:
@@ -38,7 +40,7 @@ def test_no_schema_uses_ref(app, site):  # noqa: F811
 
 
 @pytest.mark.parametrize("name", READ_TOOLS)
-def test_results_match_their_output_schema(app, site, tool, name):  # noqa: F811
+def test_results_match_their_output_schema(app, site, tool, name):
     tools = listing(app, site)
     arguments = {**PERIOD, **CALLS[name]}
     assert jsonschema_rs.validator_for(tools[name]["inputSchema"]).is_valid(arguments)
@@ -50,7 +52,7 @@ def test_results_match_their_output_schema(app, site, tool, name):  # noqa: F811
     assert validator.is_valid(structured), list(validator.iter_errors(structured))
 
 
-def test_integral_numbers_written_with_a_fraction_are_the_integers_they_are(site, tool):  # noqa: F811
+def test_integral_numbers_written_with_a_fraction_are_the_integers_they_are(site, tool):
     """JSON Schema's `integer` (the input schemas' type) takes 5.0 as 5, as every payload of the
     service does (issue 26); 5.5 stays refused, naming the argument."""
     whole = tool("query", **PERIOD, metrics=["pageviews"], dimensions=["event:page"], limit=1.0)

@@ -8,8 +8,8 @@ import pytest
 from mcp.client import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.analytics.test_query import PERIOD, dataset
-from tests.helpers import site_with_events
+from tests.fixtures.helpers import site_with_events
+from tests.fixtures.query import PERIOD, dataset
 
 pytestmark = pytest.mark.slow
 

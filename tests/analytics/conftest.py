@@ -1,4 +1,4 @@
-"""Fixtures shared by the analytics tests: the shop of tests/analytics/shop.py,
+"""Fixtures shared by the analytics tests: the shop of tests/fixtures/shop.py,
 its traffic ingested over HTTP."""
 from collections.abc import Callable
 from datetime import timedelta
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from models.site import utcnow
-from tests.analytics.shop import DOMAIN, ingest
-from tests.helpers import tool_result
+from tests.fixtures.helpers import tool_result
+from tests.fixtures.shop import DOMAIN, ingest
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from models import Site
-from tests.helpers import db, tool_result
+from tests.fixtures.helpers import db, tool_result
 
 # Each tool with the arguments it needs besides the period.
 TOOLS: dict[str, dict[str, Any]] = {

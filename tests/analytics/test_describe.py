@@ -11,7 +11,10 @@ from app.analytics.errors import ArgumentError
 from app.analytics.period import Period
 from app.analytics.reading import reading
 from models import Site
-from tests.analytics.test_funnel import row, site, store  # noqa: F401  (site: a fixture)
+from tests.fixtures import funnel as funnel_data
+from tests.fixtures.funnel import row, store
+
+site = funnel_data.site  # a fixture: the funnel tests' site
 
 # Berlin is UTC+1 in March until the 29th, UTC+2 after: the local days 1-31 March run from
 # 2026-02-28 23:00 to 2026-03-31 22:00 UTC.
@@ -19,7 +22,7 @@ BERLIN_MARCH = Period(date(2026, 3, 1), date(2026, 3, 31), "Europe/Berlin")
 
 
 @pytest.fixture
-def events(site):  # noqa: F811
+def events(site):
     other_site = Site.create(domain="other.example")
     store([
         row(site, "s1", "v1", "pageview", datetime(2026, 3, 10, 10, 0), "/pricing",
@@ -87,7 +90,7 @@ def long_text(length: int) -> str:
 
 
 @pytest.fixture
-def carriers(site):  # noqa: F811
+def carriers(site):
     latest = datetime(2026, 3, 20, 10, 0)
     store([
         # Download's latest 200 events carry `file` only.
@@ -156,7 +159,7 @@ def test_totals_count_what_max_names_leaves_out(carriers, monkeypatch):
         1, 4, 4)
 
 
-def test_a_keys_count_beyond_a_reals_precision(site):  # noqa: F811
+def test_a_keys_count_beyond_a_reals_precision(site):
     # 2**24 + 1 as a PostgreSQL `real` (the weight column's type) is 2**24: the sum is a double.
     store([row(site, "s1", "v1", "goal", datetime(2026, 3, 10, 9, 0), name="Signup",
                properties={"plan": "pro"}, weight=2 ** 24),

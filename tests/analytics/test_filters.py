@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.analytics.filters import MAX_DEPTH
-from tests.helpers import site_with_events, tool_result
+from tests.fixtures.helpers import site_with_events, tool_result
 
 PERIOD = {"from": "2026-03-01", "to": "2026-03-01"}
 COLUMNS = ("batch_id", "user_id", "name", "page_title", "referrer", "properties", "client_ts",

@@ -1,7 +1,6 @@
 """app.analytics.funnel against small hand-built event sets whose figures are worked out by
 hand in each test (the comments say why each unit reaches how far)."""
-from collections.abc import Iterator
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -9,39 +8,12 @@ import pytest
 from app.analytics import funnel
 from app.analytics.errors import ArgumentError
 from app.analytics.filters import parse_filters
-from app.analytics.period import Period
 from app.analytics.reading import reading
-from app.rollups import merging as rollups
-from models import Event, Site, database
+from models import Site
+from tests.fixtures import funnel as funnel_data
+from tests.fixtures.funnel import PERIOD, T0, row, store
 
-PERIOD = Period(date(2026, 3, 1), date(2026, 3, 31))
-T0 = datetime(2026, 3, 10, 10, 0)
-DOMAIN = "https://std.example"
-
-
-def row(site: Site, session: str | None, visitor: str | None, kind: str, at: datetime,
-        path: str | None = None, name: str | None = None, weight: float = 1.0,
-        properties: Any = None, country: str | None = None) -> dict[str, Any]:
-    """One event with every column insert_many needs; `path` may carry a query string or a
-    fragment, which the `path` column holds without, as ingest stores it."""
-    url = f"{DOMAIN}{path}" if path else f"{DOMAIN}/"
-    stored = (path or "/").partition("?")[0].partition("#")[0]
-    return {"site_id": site.id, "session_id": session, "anonymous_id": visitor, "type": kind,
-            "name": name, "page_url": url, "path": stored,
-            "properties": properties, "occurred_at": at, "received_at": at, "weight": weight,
-            "country": country}
-
-
-def store(rows: list[dict[str, Any]]) -> None:
-    with database.atomic():
-        Event.insert_many(rows).execute()
-        rollups.rebuild()  # rows written beside the store path
-
-
-@pytest.fixture
-def site(app, std_site) -> Iterator[Site]:
-    with app.app_context(), database.connection_context():
-        yield std_site.site
+site = funnel_data.site  # a fixture, shared with test_describe
 
 
 def minutes(count: float) -> datetime:

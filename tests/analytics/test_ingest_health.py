@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.reliability.wire import Answer, post, send
-from tests.test_metrics import samples, value
-from tests.tracking.helpers import batch, goal
+from tests.fixtures.metrics import samples, value
+from tests.fixtures.tracking import batch, goal
+from tests.fixtures.wire import Answer, post, send
 
 pytestmark = pytest.mark.slow
 

@@ -1,11 +1,11 @@
 """One read model: every figure that two tools both answer is the same figure under the same
-name and unit, and equal to the value worked out by hand in tests/analytics/shop.py (never by
+name and unit, and equal to the value worked out by hand in tests/fixtures/shop.py (never by
 egis's own code), on PostgreSQL and SQLite. The shop's traffic comes through ingest, over HTTP
 (the `shop` and `ask` fixtures, tests/analytics/conftest.py)."""
 import orjson
 import pytest
 
-from tests.analytics.shop import (
+from tests.fixtures.shop import (
     BOUNCE_RATE,
     CHANNELS,
     EVENTS,

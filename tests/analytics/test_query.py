@@ -31,95 +31,18 @@ import pytest
 
 from app.rollups import merging as rollups
 from models import Event, database
-from tests.helpers import site_with_events, tool_result
+from tests.fixtures import query as query_data
+from tests.fixtures.query import (
+    FROM,
+    PERIOD,
+    S1,
+    SQL_KEY,
+    TO,
+    ev,
+    rows,
+)
 
-FROM, TO = "2026-03-28", "2026-03-29"
-PERIOD = {"from": FROM, "to": TO}
-SQL_KEY = "x'); DROP TABLE event; --"
-CONTEXT = ("country", "device", "browser", "browser_version", "os", "os_version", "language",
-           "screen", "source", "channel", "referrer_url", "utm_source", "utm_medium",
-           "utm_campaign", "utm_content", "utm_term")
-S1 = dict(zip(CONTEXT, ("DE", "Mobile", "Chrome", "131", "Android", "14", "de", "small",
-                        "Google", "Organic Search", "https://www.google.com/", "google", "cpc",
-                        "spring", "banner", "analytics"), strict=True))
-S2 = dict(zip(CONTEXT, ("DE", "Desktop", "Firefox", "133", "Linux", None, "de", "xlarge",
-                        "(direct)", "Direct", None, None, None, None, None, None), strict=True))
-S3 = dict(zip(CONTEXT, ("FR", "Mobile", "Safari", "18", "iOS", "18", "fr", "small", "Google",
-                        "Organic Search", "https://www.google.fr/", None, None, None, None,
-                        None), strict=True))
-S4 = dict(zip(CONTEXT, (None, "Tablet", "Chrome", "131", "Android", "13", "en", "medium",
-                        "(direct)", "Direct", None, None, None, None, None, None), strict=True))
-S5 = dict(zip(CONTEXT, ("DE", "Desktop", "Chrome", "130", "Windows", "10", "de", "large",
-                        "Bing", "Organic Search", "https://www.bing.com/search", None, None,
-                        "spring", None, None), strict=True))
-LATER_PAGE = {"source": "(direct)", "channel": "Direct", "referrer_url": "https://q.example/",
-              "utm_source": None, "utm_medium": None, "utm_campaign": None,
-              "utm_content": None, "utm_term": None}
-
-
-def ev(site_id: int, session: str | None, visitor: str | None, kind: str, at: datetime,
-       path: str | None = None, weight: float = 1.0, name: str | None = None,
-       properties: Any = None, context: dict[str, Any] | None = None,
-       url: str | None = None) -> dict[str, Any]:
-    row = {"site_id": site_id, "batch_id": None, "session_id": session,
-           "anonymous_id": visitor, "user_id": None, "type": kind, "name": name,
-           "page_url": url or (f"https://q.example{path}" if path else None),
-           "page_title": None, "referrer": None, "properties": properties, "client_ts": None,
-           "sent_ts": None, "occurred_at": at, "received_at": at, "weight": weight,
-           "path": path, "hostname": "q.example" if path or url else None}
-    row.update(dict.fromkeys(CONTEXT))
-    row.update(context or {})
-    return row
-
-
-def dataset(site_id: int, other_id: int) -> list[dict[str, Any]]:
-    d = datetime
-    later1, later3, later5 = ({**context, **LATER_PAGE} for context in (S1, S3, S5))
-    return [
-        ev(site_id, "s1", "A", "pageview", d(2026, 3, 28, 8, 0), "/", context=S1),
-        ev(site_id, "s1", "A", "pageview", d(2026, 3, 28, 8, 1), "/pricing", context=later1),
-        ev(site_id, "s1", "A", "goal", d(2026, 3, 28, 8, 2), "/pricing", name="Signup"),
-        ev(site_id, "s1", "A", "custom", d(2026, 3, 28, 8, 5), "/pricing", name="Download",
-           properties={"plan": "pro"}),
-        ev(site_id, "s2", "A", "pageview", d(2026, 3, 29, 10, 0), "/blog/hello", context=S2),
-        ev(site_id, "s3", "B", "pageview", d(2026, 3, 28, 12, 0), "/pricing", 2, context=S3),
-        ev(site_id, "s3", "B", "scroll", d(2026, 3, 28, 12, 0, 30), "/pricing", 2),
-        ev(site_id, "s3", "B", "pageview", d(2026, 3, 28, 12, 1), "/docs/start", 2,
-           context=later3),
-        ev(site_id, "s3", "B", "click", d(2026, 3, 28, 12, 2), "/docs/start", 2,
-           properties={SQL_KEY: "1"}),
-        ev(site_id, "s4", "C", "pageview", d(2026, 3, 27, 22, 50), "/",
-           context={**S4, "source": "Hacker News", "channel": "Referral"}),
-        ev(site_id, "s4", "C", "pageview", d(2026, 3, 27, 23, 10), "/pricing", context=S4),
-        ev(site_id, "s4", "C", "goal", d(2026, 3, 27, 23, 11), "/pricing", name="Signup"),
-        ev(site_id, "s5", "D", "pageview", d(2026, 3, 29, 0, 30), "/", context=S5),
-        ev(site_id, "s5", "D", "pageview", d(2026, 3, 29, 1, 30), "/pricing", context=later5),
-        ev(site_id, "s5", "D", "custom", d(2026, 3, 29, 1, 31), "/pricing", name="Download",
-           properties={"plan": "free"}),
-        ev(site_id, None, "A", "goal", d(2026, 3, 29, 15, 0), name="Signup"),
-        ev(site_id, "s7", "E", "heartbeat", d(2026, 3, 28, 9, 0), "/",
-           url="https://q.example/?x=1"),
-        ev(site_id, "s6", "B", "pageview", d(2026, 3, 29, 22, 0), "/", context=S3),
-        ev(site_id, "s8", "A", "pageview", d(2026, 3, 26, 10, 0), "/pricing", context=S1),
-        ev(other_id, "o1", "Z", "pageview", d(2026, 3, 28, 10, 0), "/", context=S1),
-    ]
-
-
-@pytest.fixture
-def site(app, make_site):
-    return site_with_events(app, make_site, "q.example", dataset)
-
-
-@pytest.fixture
-def tool(app, site) -> Callable[..., dict[str, Any]]:
-    """Call a tool through the endpoint; returns the MCP result (isError, content, ...)."""
-    client = app.test_client()
-
-    def call(name: str, **arguments: Any) -> dict[str, Any]:
-        return tool_result(client, site.server_headers(), name, arguments)
-
-    return call
-
+site, tool = query_data.site, query_data.tool  # fixtures shared with tests/agent/
 
 @pytest.fixture
 def query(tool) -> Callable[..., dict[str, Any]]:
@@ -129,10 +52,6 @@ def query(tool) -> Callable[..., dict[str, Any]]:
         return result["structuredContent"]
 
     return run
-
-
-def rows(result: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(*row["dimensions"], *row["metrics"]) for row in result["results"]]
 
 
 def error_of(tool: Callable[..., dict[str, Any]], **arguments: Any) -> str:

@@ -48,32 +48,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import site_with_events, tool_result
+from tests.fixtures.helpers import site_with_events, tool_result
+from tests.fixtures.visit_edges import ev, rows
 
 DAY1 = {"from": "2026-04-10", "to": "2026-04-10"}
 DAY2 = {"from": "2026-04-11", "to": "2026-04-11"}
 DAY15 = {"from": "2026-04-15", "to": "2026-04-15"}
 ALL = ["visitors", "visits", "pageviews", "events", "bounce_rate", "views_per_visit",
        "visit_duration"]
-CONTEXT = ("country", "device", "browser", "browser_version", "os", "os_version", "language",
-           "screen", "source", "channel", "referrer_url", "utm_source", "utm_medium",
-           "utm_campaign", "utm_content", "utm_term")
-
-
-def ev(site_id: int, session: str, visitor: str, kind: str, at: datetime,
-       path: str | None = None, source: str | None = None, country: str | None = None,
-       weight: float = 1.0, name: str | None = None) -> dict[str, Any]:
-    row = {"site_id": site_id, "batch_id": None, "session_id": session,
-           "anonymous_id": visitor, "user_id": None, "type": kind, "name": name,
-           "page_url": f"https://e.example{path}" if path else None, "page_title": None,
-           "referrer": None, "properties": None, "client_ts": None, "sent_ts": None,
-           "occurred_at": at, "received_at": at, "weight": weight, "path": path,
-           "hostname": "e.example" if path else None}
-    row.update(dict.fromkeys(CONTEXT))
-    if kind == "pageview":
-        row.update(source=source, country=country,
-                   channel="Direct" if source == "(direct)" else "Referral")
-    return row
 
 
 def dataset(site_id: int, other_id: int) -> list[dict[str, Any]]:
@@ -116,10 +98,6 @@ def tool(app, site) -> Callable[..., dict[str, Any]]:
         return result["structuredContent"]
 
     return call
-
-
-def rows(result: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(*row["dimensions"], *row["metrics"]) for row in result["results"]]
 
 
 def test_the_day_a_visit_ends_after_and_the_day_it_started_before(tool):

@@ -6,7 +6,7 @@ from app.agent.read_tools import QUERY
 from app.agent.tools import TOOLS
 from app.analytics import overview, vocabulary
 from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 AGENTS = ROOT / "docs" / "AGENTS.md"
 

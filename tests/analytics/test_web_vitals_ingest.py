@@ -6,8 +6,8 @@ the tool counts every one of them.
 """
 from typing import Any
 
-from tests.helpers import call_tool
-from tests.tracking.helpers import batch, event, now_ms, post_json
+from tests.fixtures.helpers import call_tool
+from tests.fixtures.tracking import batch, event, now_ms, post_json
 
 PAGE = "https://std.example/pricing?utm_source=x"
 

@@ -12,9 +12,9 @@ import pytest
 from egis_client import Client
 
 from models import Batch
-from tests.clients.conftest import stored
-from tests.conftest import free_port
-from tests.helpers import db
+from tests.fixtures.clients import stored
+from tests.fixtures.helpers import db
+from tests.fixtures.servers import free_port
 
 pytestmark = pytest.mark.slow
 # An event's own time, to the second: egis takes events up to 400 days after they happened.
@@ -162,7 +162,7 @@ def test_a_refusal_is_logged_with_egis_sentence_and_what_follows_is_sent(egis, m
 
 def test_a_plan_gated_type_is_dropped_and_the_rest_of_the_batch_sent(egis, make_client,
                                                                      caplog):
-    from tests.conftest import create_site
+    from tests.fixtures.database import create_site
 
     free = create_site(egis.app, "free.example", "free")
     client = make_client(write_key=free.write_key, server_key=None)
@@ -178,8 +178,8 @@ def test_a_plan_gated_type_is_dropped_and_the_rest_of_the_batch_sent(egis, make_
 def test_a_429_is_retried_after_retry_after(app, start_server, caplog):
     """One key may send one request a second: the second and third goals get a 429 with
     Retry-After, and come back no sooner than it says."""
-    from tests.clients.conftest import LosingProxy
-    from tests.conftest import create_site
+    from tests.fixtures.clients import LosingProxy
+    from tests.fixtures.database import create_site
 
     keys = create_site(app, "std.example", "standard")
     server = start_server(workers=1, env={"EGIS_RATE_LIMIT_KEY": "1/second"})

@@ -15,9 +15,10 @@ from egis_client.sender import backoff
 from egis_client.transport import retry_after_seconds
 
 from models import Batch
-from tests.clients.conftest import stored
-from tests.conftest import ROOT, create_site
-from tests.helpers import db
+from tests.fixtures import ROOT
+from tests.fixtures.clients import stored
+from tests.fixtures.database import create_site
+from tests.fixtures.helpers import db
 
 pytestmark = pytest.mark.slow
 GPTBOT = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)"

@@ -7,8 +7,8 @@ import pytest
 from egis_client import Client, CrawlerReporter
 from flask import Flask, Response
 
-from tests.clients.conftest import stored
-from tests.conftest import free_port
+from tests.fixtures.clients import stored
+from tests.fixtures.servers import free_port
 
 pytestmark = pytest.mark.slow
 CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "

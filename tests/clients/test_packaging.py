@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 CLIENT = ROOT / "clients" / "python"
 

@@ -1,13 +1,11 @@
 """app.context.country: registry data by default, an operator's MaxMind-format file instead, and
 no country for what is not a public address."""
-from pathlib import Path
 
 import pytest
 from maxminddb.errors import InvalidDatabaseError
-from mmdb_writer import MMDBWriter
-from netaddr import IPSet
 
 from app.context.country import MaxMindLookup, country, lookup_for, registry_lookup
+from tests.fixtures.context import write_mmdb
 
 # Prefixes with a country in the registries' files (ARIN, RIPE, APNIC) that iptocc bundles.
 REGISTRY_CASES = [
@@ -35,16 +33,6 @@ def test_the_bundled_registry_data_names_the_country(address, code):
 @pytest.mark.parametrize("address", NO_COUNTRY)
 def test_private_reserved_and_garbage_addresses_have_none(address):
     assert country(address, registry_lookup) is None
-
-
-def write_mmdb(path: Path, networks: dict[str, dict]) -> Path:
-    """A MaxMind DB file (an IPv6 tree with the IPv4 space mapped, as GeoLite2's) with
-    `networks`: CIDR -> record."""
-    writer = MMDBWriter(ip_version=6, database_type="GeoLite2-Country", ipv4_compatible=True)
-    for cidr, record in networks.items():
-        writer.insert_network(IPSet([cidr]), record)
-    writer.to_db_file(str(path))
-    return path
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 import pytest
 
 from app.context.user_agent import MAX_PARSED, Client, describe
+from tests.fixtures.context import CHROME_ANDROID_PHONE, SAFARI_IPAD
 
 CHROME_WINDOWS = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like "
                   "Gecko) Chrome/131.0.0.0 Safari/537.36")
@@ -27,10 +28,6 @@ FIREFOX_IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleW
 EDGE_IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 "
                "(KHTML, like Gecko) Version/18.0 EdgiOS/131.2903.68 Mobile/15E148 "
                "Safari/605.1.15")
-SAFARI_IPAD = ("Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like "
-               "Gecko) Version/18.1 Mobile/15E148 Safari/604.1")
-CHROME_ANDROID_PHONE = ("Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like "
-                        "Gecko) Chrome/131.0.0.0 Mobile Safari/537.36")
 CHROME_ANDROID_TABLET = ("Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like "
                          "Gecko) Chrome/131.0.0.0 Safari/537.36")
 SAMSUNG_PHONE = ("Mozilla/5.0 (Linux; Android 14; SAMSUNG SM-S921B) AppleWebKit/537.36 (KHTML, "

@@ -6,7 +6,7 @@ such a browser request has no User-Agent, which the bot filter answers `"bot": t
 nothing stored), as it answers any browser request without one.
 
 (Headers over gunicorn's 8,190-byte field limit are gunicorn's to refuse before egis sees them;
-the 10 KB Accept-Language is tested through the test client, tests/context/test_visit_ingest.py.)
+the 10 KB Accept-Language is tested through the test client, tests/context/test_request.py.)
 """
 import socket
 from urllib.parse import urlsplit
@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from tests.conftest import WSGI_SERVER
-from tests.tracking.helpers import batch, stored_events
+from tests.fixtures.servers import WSGI_SERVER
+from tests.fixtures.tracking import batch, stored_events
 
 pytestmark = pytest.mark.slow
 

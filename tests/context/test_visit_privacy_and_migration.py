@@ -12,10 +12,9 @@ from playhouse.migrations import Runner
 from app.cli.db import MIGRATIONS_DIR
 from app.runtime.request_log import JsonFormatter
 from models import database
-from tests.conftest import BACKEND
-from tests.helpers import database_bytes
-from tests.test_migrations import fresh_url  # noqa: F401  (a fixture)
-from tests.tracking.helpers import batch, event, goal, stored_events
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import database_bytes
+from tests.fixtures.tracking import batch, event, goal, stored_events
 
 ADDRESS = "193.99.144.87"  # a public address RIPE registers in DE
 PROBE = "EgisPrivacyProbe/4.8.15"
@@ -58,7 +57,7 @@ def test_neither_address_nor_user_agent_nor_width_is_stored_or_logged(make_app, 
         assert secret not in logged, secret
 
 
-def test_old_rows_keep_nulls_and_the_upgrade_is_idempotent(make_app, fresh_url):  # noqa: F811
+def test_old_rows_keep_nulls_and_the_upgrade_is_idempotent(make_app, fresh_url):
     app = make_app(DATABASE_URL=fresh_url)
     moment = datetime(2026, 1, 2, 3, 4, 5)
     with app.app_context(), database.connection_context():

@@ -13,8 +13,8 @@ import pytest
 from app.oauth import connect_codes, consent
 from models import ConnectCode
 from models.site import utcnow
-from tests.helpers import db
-from tests.oauth.conftest import connect_code, in_process
+from tests.fixtures.helpers import db
+from tests.fixtures.oauth import connect_code, in_process
 
 CODE_SHAPE = re.compile(r"[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){3}")
 NOTICE = re.compile(r'<p class="notice" role="alert">([^<]*)</p>')

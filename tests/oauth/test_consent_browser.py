@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.oauth.conftest import Agent, Callback, connect_code
-from tests.sdk.conftest import CHROMIUM, CHROMIUM_ARGS, PageServer
+from tests.fixtures.browser import CHROMIUM, CHROMIUM_ARGS, PageServer
+from tests.fixtures.oauth import Agent, Callback, connect_code
 
 pytestmark = pytest.mark.slow
 PHONE = {"viewport": {"width": 360, "height": 740}, "device_scale_factor": 2, "is_mobile": True,

@@ -4,7 +4,7 @@ when it says invalid_token; CORS on the documents and the three POST endpoints."
 import pytest
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 
-from tests.oauth.conftest import connect_code, in_process
+from tests.fixtures.oauth import connect_code, in_process
 
 RESOURCE_PATHS = ("/.well-known/oauth-protected-resource/api/mcp",
                   "/.well-known/oauth-protected-resource")

@@ -20,8 +20,8 @@ import pytest
 from app.oauth import clients, documents, fetches
 from models import OAuthClient
 from models.site import utcnow
-from tests.helpers import db, wait_for
-from tests.oauth.conftest import (
+from tests.fixtures.helpers import db, wait_for
+from tests.fixtures.oauth import (
     LOOPBACK_HOSTS,
     Answer,
     DocumentServer,

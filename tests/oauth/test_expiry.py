@@ -12,9 +12,9 @@ from app.oauth import grants
 from app.oauth.server import REPLAYED_CODE, REPLAYED_REFRESH
 from models import ConnectCode, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
 from models.oauth_client import DOCUMENT, REGISTERED
-from tests.helpers import db
-from tests.oauth.conftest import Clock, connect_code, in_process
-from tests.retention.helpers import OAUTH_TABLES, run, table_lines
+from tests.fixtures.helpers import db
+from tests.fixtures.oauth import Clock, connect_code, in_process
+from tests.fixtures.retention import OAUTH_TABLES, run, table_lines
 
 CALLBACK = "http://127.0.0.1:1/callback"
 

@@ -18,9 +18,8 @@ import httpx2
 import pytest
 
 from app.oauth import documents
-from tests.conftest import IN_REQUEST, LiveServer
-from tests.helpers import wait_for
-from tests.oauth.conftest import (
+from tests.fixtures.helpers import wait_for
+from tests.fixtures.oauth import (
     LOOPBACK_HOSTS,
     Clock,
     DocumentServer,
@@ -28,7 +27,8 @@ from tests.oauth.conftest import (
     StallingServer,
     in_process,
 )
-from tests.tracking.helpers import batch
+from tests.fixtures.servers import IN_REQUEST, LiveServer
+from tests.fixtures.tracking import batch
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from models import OAuthClient
-from tests.conftest import IN_REQUEST
-from tests.helpers import db, race
-from tests.oauth.conftest import Clock
+from tests.fixtures.helpers import db, race
+from tests.fixtures.oauth import Clock
+from tests.fixtures.servers import IN_REQUEST
 
 # The largest registration allowed, padded with members egis does not keep to the attack's size.
 URIS = [f"https://client.example/{index}/" + "x" * (1000 - 25) for index in range(10)]

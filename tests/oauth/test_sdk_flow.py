@@ -33,10 +33,10 @@ from playwright.async_api import async_playwright
 
 from models import OAuthClient, OAuthGrant
 from models.oauth_client import DOCUMENT, REGISTERED
-from tests.helpers import db
-from tests.oauth.conftest import Callback, DocumentServer, connect_code
-from tests.sdk.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.tracking.helpers import batch
+from tests.fixtures.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.fixtures.helpers import db
+from tests.fixtures.oauth import Callback, DocumentServer, connect_code
+from tests.fixtures.tracking import batch
 
 pytestmark = pytest.mark.slow
 DOMAIN = "std.example"

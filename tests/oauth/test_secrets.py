@@ -7,9 +7,9 @@ import httpx2
 import pytest
 
 from app.runtime.request_log import JsonFormatter
-from tests.conftest import BACKEND
-from tests.helpers import database_bytes
-from tests.oauth.conftest import connect_code
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import database_bytes
+from tests.fixtures.oauth import connect_code
 
 pytestmark = pytest.mark.slow
 

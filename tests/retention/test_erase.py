@@ -6,7 +6,7 @@ from app.retention import erase
 from app.rollups import merging, visits
 from models import Event, ServerEvent, Visit
 from models.site import utcnow
-from tests.retention.helpers import (
+from tests.fixtures.retention import (
     add_crawl_hit,
     add_event,
     add_server_event,
@@ -15,14 +15,8 @@ from tests.retention.helpers import (
     table_lines,
     visits_left,
 )
-from tests.rollups.test_visits import page_table, slot_table
-from tests.tracking.helpers import (
-    batch,
-    db,
-    event,
-    goal,
-    post_json,
-)
+from tests.fixtures.rollups import page_table, slot_table
+from tests.fixtures.tracking import batch, db, event, goal, post_json
 
 
 @pytest.fixture
@@ -80,20 +74,6 @@ def test_erase_an_anonymous_id(app, people):
     assert server == [("o1",), ("o9",)]
     assert len(remaining(app, other)[0]) == 1
     assert visits_left(app) == [(site, "s-1", "a-1"), (site, "s-9", "a-9"), (other, "s-1", "a-1")]
-
-
-@pytest.mark.parametrize("args", [[], ["--user-id", "u", "--anonymous-id", "a"]])
-def test_erase_needs_exactly_one_id(app, std_site, args):
-    result = app.test_cli_runner().invoke(args=["data", "erase", "std.example", *args])
-    assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.strip() == (
-        "Error: give exactly one of --user-id ID or --anonymous-id ID.")
-
-
-def test_erase_on_an_unknown_site_fails_with_one_line(app):
-    result = app.test_cli_runner().invoke(args=["data", "erase", "nope.example", "--user-id", "u"])
-    assert result.exit_code == 1
-    assert result.stderr.strip() == "Error: no site with domain 'nope.example'."
 
 
 def test_erase_in_small_transactions(app, std_site):

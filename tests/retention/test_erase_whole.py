@@ -20,11 +20,12 @@ import pytest
 
 from app.rollups import merging
 from models import Event
-from tests.conftest import BACKEND, ROOT, create_site
-from tests.helpers import db
-from tests.reliability.cluster import Cluster
-from tests.rollups.test_visits import page_table, slot_table, visit_table
-from tests.tracking.helpers import batch, event, post_json
+from tests.fixtures import ROOT
+from tests.fixtures.cluster import Cluster
+from tests.fixtures.database import BACKEND, create_site
+from tests.fixtures.helpers import db
+from tests.fixtures.rollups import page_table, slot_table, visit_table
+from tests.fixtures.tracking import batch, event, post_json
 
 PAUSING_APP = '''
 import os, time

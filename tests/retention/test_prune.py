@@ -10,7 +10,7 @@ from app.rollups import merging
 from app.storage.partitions import month_start
 from models import Batch, Event, IngestTally, Usage, Visit
 from models.site import utcnow
-from tests.retention.helpers import (
+from tests.fixtures.retention import (
     OAUTH_TABLES,
     TABLES,
     add_batch,
@@ -22,15 +22,8 @@ from tests.retention.helpers import (
     table_lines,
     visits_left,
 )
-from tests.rollups.test_visits import assert_as_rebuilt, page_table
-from tests.tracking.helpers import (
-    batch,
-    db,
-    dumps,
-    post_json,
-    post_live,
-    stored_counts,
-)
+from tests.fixtures.rollups import assert_as_rebuilt, page_table
+from tests.fixtures.tracking import batch, db, dumps, post_json, post_live, stored_counts
 
 
 def test_prune_deletes_what_is_older_and_keeps_the_rest(app, std_site, free_site):

@@ -2,7 +2,7 @@
 enforces: read from the served document, the largest declared value either way is stored, and
 the next value one of the currency's minor units beyond it is refused, by the document's own
 schema and by the service alike (schemathesis's ST202 had found an amount the document called
-valid refused: tests/reliability/test_contract.py)."""
+valid refused: tests/system/test_contract.py)."""
 import json
 from decimal import Decimal
 from typing import Any
@@ -12,7 +12,7 @@ import pytest
 
 from app.revenue.money import MAX_AMOUNT, active_currencies, currency_exponent, to_minor_units
 from models import ServerEvent
-from tests.helpers import post_json, rows
+from tests.fixtures.helpers import post_json, rows
 
 PATH = "/api/server/events"
 INT64_MAX = 2**63 - 1

@@ -14,7 +14,7 @@ from app.web.schema import MAX_EPOCH_MS, TOO_LONG_AGO, epoch_ms_now
 from blueprints.server import AMOUNT_RANGE
 from models import Event, IngestTally, ServerEvent, Usage
 from models.site import utcnow
-from tests.helpers import (
+from tests.fixtures.helpers import (
     EMAIL_DISGUISES,
     assert_json_error,
     assert_nowhere_in_the_database,

@@ -1,7 +1,7 @@
 """Apps whose merge timer never fires in a test: what a read, or the test, merges is all."""
 import pytest
 
-from tests.rollups.helpers import NEVER
+from tests.fixtures.rollups import NEVER
 
 
 @pytest.fixture

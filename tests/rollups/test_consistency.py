@@ -9,9 +9,9 @@ import orjson
 import psycopg2
 import pytest
 
-from tests.conftest import BACKEND
-from tests.rollups.helpers import live_tool, visit_batch
-from tests.tracking.helpers import post_live
+from tests.fixtures.database import BACKEND
+from tests.fixtures.rollups import live_tool, visit_batch
+from tests.fixtures.tracking import post_live
 
 pytestmark = pytest.mark.slow
 

@@ -22,17 +22,16 @@ from app.rollups import event_slots, merging, visits
 from app.rollups.mark import mark, set_mark
 from models import Event, RollupMark, Visit, database
 from models.site import utcnow
-from tests.conftest import BACKEND
-from tests.helpers import db, wait_for
-from tests.rollups.helpers import (
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import db, wait_for
+from tests.fixtures.rollups import (
     NEVER,
+    assert_as_rebuilt,
     insert_page_view,
     merged_state,
     post,
     visitors_visits_pageviews,
 )
-from tests.rollups.test_visits import assert_as_rebuilt
-from tests.test_migrations import fresh_url  # noqa: F401 (a fixture)
 
 
 def test_events_wait_for_a_merge_and_a_read_merges_them_first(lazy_app, lazy_client,
@@ -214,7 +213,7 @@ def test_the_mark_is_one_row(lazy_app, lazy_client, make_site):
         assert [(row.id, row.merged_through) for row in RollupMark.select()] == [(1, 3)]
 
 
-def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_url):  # noqa: F811
+def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_url):
     """Migration 0014 on a database whose rollups the store statement kept (as 0011 derives
     them): the mark starts at the largest id, so no event is merged a second time."""
     app = make_app(DATABASE_URL=fresh_url, ROLLUP_MERGE_SECONDS=NEVER)
@@ -241,7 +240,7 @@ def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_u
     assert_as_rebuilt(app)
 
 
-def test_an_upgrade_from_before_the_rollups_derives_them_all(make_app, fresh_url):  # noqa: F811
+def test_an_upgrade_from_before_the_rollups_derives_them_all(make_app, fresh_url):
     """From a database at migration 0010 (the visit table kept by its store statement, no other
     rollup): 0011 empties the visit table, 0014 starts the mark at 0, and `flask db upgrade`
     merges every event: the rollups are those derived anew, with no migration importing the

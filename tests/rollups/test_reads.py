@@ -28,12 +28,12 @@ from app.analytics.reading import STALE, reading
 from app.cli.db import upgrade_schema
 from app.rollups import merging
 from app.rollups.mark import mark
-from app.storage.db import make_database
+from app.storage.db import make_database, release_connections
 from models import Event, Site, database
 from models.site import utcnow
-from tests.conftest import BACKEND, _admin, create_site, release_connections
-from tests.helpers import db
-from tests.rollups.helpers import NEVER, insert_page_view, merged_state, post, query_result
+from tests.fixtures.database import BACKEND, _admin, create_site
+from tests.fixtures.helpers import db
+from tests.fixtures.rollups import NEVER, insert_page_view, merged_state, post, query_result
 
 WAIT = 0.5  # EGIS_ROLLUP_WAIT_SECONDS of these tests
 HOST = ["is", "event:hostname", ["std.example"]]  # read from the events, not the quarter hours
@@ -149,7 +149,7 @@ def test_an_insert_in_a_copy_of_the_database_holds_up_no_merge(make_app, twin_da
 
 @postgres_only
 def test_every_tool_carries_the_warning(waiting_app, make_site, migrated):
-    from tests.helpers import tool_result
+    from tests.fixtures.helpers import tool_result
 
     client = waiting_app.test_client()
     site = make_site()

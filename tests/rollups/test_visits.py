@@ -13,19 +13,18 @@ from typing import Any
 
 import orjson
 import pytest
-from peewee import fn
 
 from app.context.request import RequestContext
-from app.rollups import merging, visit_pages, visits
+from app.rollups import visits
 from app.tracking import ingest, pipeline, store
 from app.tracking.quota import keeps_session, period_of, shard
-from models import Event, EventSlot, Visit, VisitPage
+from models import Event
 from models.site import utcnow
-from tests.conftest import BACKEND
-from tests.context.test_user_agent import SAFARI_IPAD
-from tests.context.test_visit_ingest import GERMAN_ADDRESS, ORIGIN, PHONE_CONTEXT, PHONE_HEADERS
-from tests.helpers import db
-from tests.tracking.helpers import batch, event, goal, seed_usage
+from tests.fixtures.context import GERMAN_ADDRESS, ORIGIN, PHONE_CONTEXT, PHONE_HEADERS, SAFARI_IPAD
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import db
+from tests.fixtures.rollups import assert_as_rebuilt, page_table, slot_table
+from tests.fixtures.tracking import batch, event, goal, seed_usage
 
 SENT_MS = 1_780_000_000_000  # the client clock: only differences from it count
 TABLET_HEADERS = {"Origin": ORIGIN, "User-Agent": SAFARI_IPAD, "Accept-Language": "fr-CA"}
@@ -77,47 +76,6 @@ def post_body(client, site, body: dict[str, Any], headers: dict[str, str] | None
                            environ_base={"REMOTE_ADDR": address})
     assert response.status_code == 200, response.get_data()
     return response.get_json()
-
-
-def visit_table(app) -> list[dict[str, Any]]:
-    with db(app):
-        return [{column: getattr(row, column) for column in visits.COLUMNS}
-                for row in Visit.select().order_by(Visit.site_id, Visit.session_id)]
-
-
-def page_table(app) -> list[dict[str, Any]]:
-    with db(app):
-        return [{column: getattr(row, column) for column in visit_pages.COLUMNS}
-                for row in VisitPage.select().order_by(VisitPage.site_id, VisitPage.session_id,
-                                                       VisitPage.page)]
-
-
-def slot_table(app) -> list[tuple[Any, ...]]:
-    """(site, slot, type, events, weight, top weight), the shards summed."""
-    with db(app):
-        return [(row.site_id, row.slot, row.type, int(row.events), float(row.weight),
-                 row.top_weight) for row in EventSlot.select(
-            EventSlot.site_id, EventSlot.slot, EventSlot.type,
-            fn.SUM(EventSlot.events).alias("events"), fn.SUM(EventSlot.weight).alias("weight"),
-            fn.MAX(EventSlot.top_weight).alias("top_weight"))
-            .group_by(EventSlot.site_id, EventSlot.slot, EventSlot.type)
-            .order_by(EventSlot.site_id, EventSlot.slot, EventSlot.type)]
-
-
-def assert_as_rebuilt(app) -> list[dict[str, Any]]:
-    """The visit, page and quarter-hour rows merged (events stored without a request merged
-    now) equal those rebuilt from the events; the visit rows."""
-    with db(app):
-        merging.merge()
-    merged = visit_table(app), page_table(app), slot_table(app)
-    with db(app):
-        merging.rebuild()
-    rebuilt = visit_table(app), page_table(app), slot_table(app)
-    assert merged[0] == rebuilt[0], [
-        {column: (m[column], r[column]) for column in visits.COLUMNS if m[column] != r[column]}
-        for m, r in zip(merged[0], rebuilt[0], strict=False)] or (merged[0], rebuilt[0])
-    assert merged[1:] == rebuilt[1:]
-    return merged[0]
 
 
 def only_visit(app) -> dict[str, Any]:

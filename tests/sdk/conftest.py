@@ -2,7 +2,7 @@
 
 The test page is served from http://localhost:<port> (or a subdomain: Chromium resolves
 *.localhost to the loopback), the tracker and the API from http://127.0.0.1:<port> through a
-proxy (tests/sdk/proxy.py) that can fail on purpose. So the page's requests are cross-origin,
+proxy (tests/fixtures/proxy.py) that can fail on purpose. So the page's requests are cross-origin,
 with real CORS preflights, and the site's domain is `localhost`.
 
 Chromium is Debian's (`/usr/bin/chromium`, or EGIS_CHROMIUM), driven by Playwright's Python
@@ -10,38 +10,17 @@ package; `.ci/run` installs it. The browser sends an ordinary desktop Chrome use
 default one says HeadlessChrome, which egis rightly files as a bot. It is set on the command line,
 not only per context: keepalive requests that outlive their page go out with the browser's own.
 """
-import os
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.conftest import IN_REQUEST, LiveServer, launch_server, stop_server
-from tests.helpers import call_tool as mcp_call
-from tests.sdk.proxy import FlakyProxy
-from tests.tracking.helpers import CHROME_UA
-
-CHROMIUM = os.environ.get("EGIS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", f"--user-agent={CHROME_UA}"]
-FLUSH_INTERVAL_MS = 200  # instead of a few seconds, so that tests wait little
-
-
-def chromium() -> Iterator[Browser]:
-    """Debian's Chromium, headless, through Playwright; closed (and Playwright's event loop
-    with it) when the generator ends."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium` "
-                    "(.ci/run does) or set EGIS_CHROMIUM.")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+from tests.fixtures.browser import FLUSH_INTERVAL_MS, PageServer, chromium
+from tests.fixtures.helpers import call_tool as mcp_call
+from tests.fixtures.proxy import FlakyProxy
+from tests.fixtures.servers import IN_REQUEST, LiveServer, launch_server, stop_server
+from tests.fixtures.tracking import CHROME_UA
 
 
 @pytest.fixture(scope="session")
@@ -63,43 +42,6 @@ def page(context: BrowserContext) -> Page:
     page.on("console", lambda message: message.type == "warning"
             and page.warnings.append(message.text))
     return page
-
-
-class PageServer:
-    """Serves the test pages (path -> HTML) on its own origin, with the extra response
-    headers of `headers` (path -> name -> value)."""
-
-    def __init__(self) -> None:
-        self.pages: dict[str, str] = {}
-        self.headers: dict[str, dict[str, str]] = {}
-        pages, extra = self.pages, self.headers
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                html = pages.get(self.path.split("?")[0])
-                body = (html or "not found").encode()
-                self.send_response(200 if html is not None else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in extra.get(self.path.split("?")[0], {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, path: str, host: str = "localhost") -> str:
-        return f"http://{host}:{self.port}{path}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -150,10 +92,6 @@ def tracked(pages: PageServer, egis: FlakyProxy) -> Callable[..., str]:
         return pages.url(path, host)
 
     return publish
-
-
-def tracker_ready(page: Page) -> None:
-    page.wait_for_function("() => window.egis && !Array.isArray(window.egis.q)")
 
 
 @pytest.fixture

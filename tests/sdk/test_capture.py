@@ -8,10 +8,11 @@ import json
 import pytest
 
 from models import Event
-from tests.conftest import BACKEND, ROOT
-from tests.helpers import wait_for
-from tests.sdk.conftest import tracker_ready
-from tests.tracking.helpers import stored_events
+from tests.fixtures import ROOT
+from tests.fixtures.browser import tracker_ready
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import wait_for
+from tests.fixtures.tracking import stored_events
 
 VITALS = {"lcp", "inp", "cls", "fcp", "ttfb"}
 TALL = "<div style='height:4000px'>tall</div><p id='end'>end</p>"

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from tests.conftest import BACKEND
-from tests.helpers import post_json, wait_for
-from tests.sdk.conftest import tracker_ready
-from tests.sdk.proxy import DROP, FAIL_AFTER, FAIL_BEFORE, STALL
-from tests.tracking.helpers import stored_events
+from tests.fixtures.browser import tracker_ready
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import post_json, wait_for
+from tests.fixtures.proxy import DROP, FAIL_AFTER, FAIL_BEFORE, STALL
+from tests.fixtures.tracking import stored_events
 
 LEAVE = "/left"  # a page without the tracker, on the same origin
 

@@ -7,8 +7,8 @@ sends a real preflight first (the request carries X-API-Key and a JSON body).
 """
 import pytest
 
-from tests.conftest import BACKEND
-from tests.tracking.helpers import batch, goal, stored_events, tallies
+from tests.fixtures.database import BACKEND
+from tests.fixtures.tracking import batch, goal, stored_events, tallies
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND == "sqlite", reason="browser tests run on PostgreSQL")]

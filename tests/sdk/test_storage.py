@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from models import Event
-from tests.conftest import BACKEND
-from tests.helpers import database_bytes, wait_for
-from tests.sdk.conftest import tracker_ready
-from tests.tracking.helpers import CHROME_UA, stored_events
+from tests.fixtures.browser import tracker_ready
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import database_bytes, wait_for
+from tests.fixtures.tracking import CHROME_UA, stored_events
 
 LEAVE = "/left"  # a page without the tracker, on the same origin
 STORAGE_FREE = {"storage": "false"}

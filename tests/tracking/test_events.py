@@ -16,9 +16,10 @@ from app.web.schema import (
 )
 from models import Batch, Event, database
 from models.event import EVENT_TYPES
-from tests.conftest import BACKEND, ROOT
-from tests.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
-from tests.tracking.helpers import (
+from tests.fixtures import ROOT
+from tests.fixtures.database import BACKEND
+from tests.fixtures.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
+from tests.fixtures.tracking import (
     CHROME_UA,
     GOOGLEBOT_UA,
     HEADLESS_UA,

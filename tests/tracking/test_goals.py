@@ -8,8 +8,8 @@ from app.ingest.privacy import EMAIL_IN_ID
 from app.web.schema import MAX_JSON_DEPTH, MAX_PROPERTIES_BYTES, TOO_LONG_AGO
 from models import Batch
 from models.site import utcnow
-from tests.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
-from tests.tracking.helpers import (
+from tests.fixtures.helpers import EMAIL_DISGUISES, assert_nowhere_in_the_database
+from tests.fixtures.tracking import (
     GOOGLEBOT_UA,
     NOTHING,
     assert_json_error,

@@ -1,6 +1,6 @@
 """Bad input on both tracking endpoints: always a 4xx JSON error, never a 500, nothing stored.
 
-The body corpus lives in tests/tracking/helpers.py (test_validation_paths.py reuses it); this
+The body corpus lives in tests/fixtures/tracking.py (test_validation_paths.py reuses it); this
 module adds the transport: content types, encodings, sizes, gzip bombs, chunked bodies.
 """
 import http.client
@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     EVENT_BAD_BODIES,
     GOAL_BAD_BODIES,
     NOTHING,

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.helpers import assert_json_error
+from tests.fixtures import ROOT
+from tests.fixtures.helpers import assert_json_error
 
 BUILT = ROOT / "sdk" / "dist" / "tracker.js"
 

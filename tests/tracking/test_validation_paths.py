@@ -18,7 +18,7 @@ from app.tracking.ingest import event_row
 from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS, MAX_PROPERTIES_BYTES, NUL_ESCAPE
 from blueprints.events import LOADER, BatchSchema
 from models.event import EVENT_TYPES
-from tests.tracking.helpers import (
+from tests.fixtures.tracking import (
     COMMON_BAD_BODIES,
     EVENT_BAD_BODIES,
     deep_value,

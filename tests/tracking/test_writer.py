@@ -10,8 +10,8 @@ from peewee import IntegrityError
 from app.tracking import store
 from app.tracking.writer import GroupWriter
 from models import Event, database
-from tests.conftest import BACKEND
-from tests.tracking.helpers import (
+from tests.fixtures.database import BACKEND
+from tests.fixtures.tracking import (
     batch,
     db,
     dumps,

@@ -14,15 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Frame, Page
 
-from tests.agent.apps.conftest import (
-    DAY,
-    DAYS,
-    DOMAIN,
-    Egis,
-    app_frame,
-    screenshot_dir,
-    table_of,
-)
+from tests.fixtures.charts import DAY, DAYS, DOMAIN, Egis, app_frame, screenshot_dir, table_of
 
 pytestmark = pytest.mark.slow
 

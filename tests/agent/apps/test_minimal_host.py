@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Frame, Page
 
-from tests.agent.apps.conftest import CHARTS, DAY, DAYS, Egis, app_frame, table_of
-from tests.conftest import ROOT
-from tests.helpers import doc_example, wait_for
-from tests.sdk.conftest import PageServer
+from tests.fixtures import ROOT
+from tests.fixtures.browser import PageServer
+from tests.fixtures.charts import CHARTS, DAY, DAYS, Egis, app_frame, table_of
+from tests.fixtures.helpers import doc_example, wait_for
 
 pytestmark = pytest.mark.slow
 
