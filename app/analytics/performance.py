@@ -57,7 +57,7 @@ def _vital_events(site_id: int, period: Period) -> Any:
     table nor the JSON is read (several times faster at 10 M events: bench/README.md,
     "Analytics: the ten kept MCP tools"); the others from event_long_vitals and the table. The
     conditions and `json_number` are spelled as in the indexes: the planner matches them as
-    written (tests/analytics/test_web_vitals_edges.py checks the plan)."""
+    written (tests/analytics/test_performance.py checks the plan)."""
     # All five metrics come out of one read of each event's JSON (a select per metric read it
     # five times). Events without any metric are skipped by the readers (`_carries_any`): a
     # filter here would extract every metric a second time.

@@ -56,8 +56,8 @@ def strip_money(value: Any) -> Any:
     is walked only when the text has one. A key's text cannot hide a money key:
     orjson writes every key whole between quotes, never escaping a letter, and lowering the
     bytes lowers every spelling that str.lower() makes a money key of (no character beyond
-    ASCII lowers to one of their letters: tests/test_privacy.py). A match that is no key (a key
-    `x"amount` reads `"x\\"amount":`) only costs the walk.
+    ASCII lowers to one of their letters: tests/ingest/test_privacy.py). A match that is no key
+    (a key `x"amount` reads `"x\\"amount":`) only costs the walk.
     """
     try:
         text = orjson.dumps(value).lower()

@@ -75,7 +75,7 @@ class ConsentFormSchema(Schema):
 
 # What the authorization endpoint refuses, declared (a request the document calls valid names a
 # client, its redirect URI and this server's resource, which a fuzzer cannot know: see
-# tests/reliability/test_contract.py). PKCE's challenge: RFC 7636 section 4.2.
+# tests/system/test_contract.py). PKCE's challenge: RFC 7636 section 4.2.
 AUTHORIZATION_SCHEMAS = {
     "response_type": ({"type": "string", "enum": ["code"]}, True),
     "client_id": ({"type": "string", "minLength": 1}, True),

@@ -153,7 +153,7 @@ class DrainUnreadBody:
     the body on the connection. gunicorn and granian answer it keep-alive all the same, then
     close the connection (gunicorn when over 64 KiB is left): nginx, which keeps its connections
     to the server alive, may already be sending the next POST down that one, and answers it 502
-    (tests/test_wsgi.py, test_a_body_refused_unread_leaves_the_connection_usable). Read here,
+    (tests/system/test_wsgi.py, test_a_body_refused_unread_leaves_the_connection_usable). Read here,
     the body is gone before the server looks and the connection serves the next request. Only a
     body of known length up to DRAIN_MAX_BYTES is read, for at most DRAIN_SECONDS; beyond
     those the server closes the connection as before.

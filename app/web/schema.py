@@ -8,7 +8,7 @@ field by field in marshmallow costs about 1.3 ms, more than the rest of the requ
 jsonschema-rs validator (about 15 µs). A body that passes the compiled check plus `extra_check`
 (the rules JSON Schema cannot express) is used as parsed; any other body goes through marshmallow,
 which accepts it or names the offending field. The compiled check is never looser than marshmallow:
-tests/test_validation_paths.py holds the two to that.
+tests/tracking/test_validation_paths.py holds the two to that.
 """
 import math
 from collections.abc import Callable
