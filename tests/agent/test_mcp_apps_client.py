@@ -22,7 +22,8 @@ from tests.analytics.test_analytics import PERIOD
 pytestmark = pytest.mark.slow
 
 DECLARE = advertise(EXTENSION, {"mimeTypes": [MIME_TYPE]})
-APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel"}
+APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel",
+        "retention": "ui://egis/retention", "paths": "ui://egis/paths"}
 
 
 class Recorder:

@@ -18,7 +18,7 @@ from models.api_key import SERVER
 TOOL_NAMES = ["get_overview", "get_revenue", "get_web_vitals", "get_errors",
               "get_crawler_activity", "get_ingest_health"]
 # The read surface's tools come first (tests/agent/test_read_tools.py covers them).
-LISTED = ["describe_data", "query", "funnel", *TOOL_NAMES]
+LISTED = ["describe_data", "query", "funnel", "retention", "paths", *TOOL_NAMES]
 ACCEPT = "application/json, text/event-stream"
 MODERN = "2026-07-28"
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
