@@ -11,6 +11,10 @@ before now, so week 0's visits have happened and each lies in its week.
   D  first visit week -5 from DE: "/", "/" (a reload), "/pricing", "/docs", "/pricing" (twice
      with a page between), goal Signup; back in week -3: "/pricing", "/signup"
   E  first visit week -2: "/blog"; back in week -1: "/blog", "/pricing", goal Signup
+
+WEIGHTED, stored beside them by the tests of weights, each event weighing 2 (a site sampled at
+1 in 2):
+  F  first visit week -1: "/pricing", "/docs"; back in week 0: "/"
 """
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -37,6 +41,9 @@ VISITS: dict[str, list[tuple[int, list[tuple[str, str]]]]] = {
           (-1, [("pageview", "/blog"), ("pageview", "/pricing"), ("goal", "Signup")])],
 }
 
+WEIGHTED = {"F": [(-1, [("pageview", "/pricing"), ("pageview", "/docs")]),
+                  (0, [("pageview", "/")])]}
+
 
 def today() -> date:
     return datetime.now(UTC).astimezone(ZoneInfo(ZONE)).date()
@@ -47,8 +54,9 @@ def week_start(weeks_back: int) -> str:
     return (today() - timedelta(days=today().weekday(), weeks=weeks_back)).isoformat()
 
 
-def place(site: Site) -> None:
-    """Store VISITS for `site` (its zone set to ZONE) and merge them into the rollups."""
+def place(site: Site, visits: dict[str, Any] | None = None, weight: float = 1.0) -> None:
+    """Store `visits` (VISITS) for `site` (its zone set to ZONE), each event of `weight`, and
+    merge them into the rollups."""
     now = datetime.now(UTC).astimezone(ZoneInfo(ZONE))
     since_monday = now - now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(
         days=now.weekday())
@@ -57,8 +65,8 @@ def place(site: Site) -> None:
     site.timezone = ZONE
     site.save()
     rows: list[dict[str, Any]] = []
-    for visitor, visits in VISITS.items():
-        for week, nodes in visits:
+    for visitor, placed in (VISITS if visits is None else visits).items():
+        for week, nodes in placed:
             # the same wall-clock time of week, `week` weeks back (local, across DST)
             local = (now + timedelta(weeks=week) - timedelta(minutes=20)).replace(tzinfo=None)
             start = local.replace(tzinfo=ZoneInfo(ZONE)).astimezone(UTC).replace(tzinfo=None)
@@ -66,8 +74,9 @@ def place(site: Site) -> None:
             country = "DE" if (visitor, week) == ("D", -5) else None
             for index, (kind, value) in enumerate(nodes):
                 at = start + timedelta(minutes=index)
-                rows.append(row(site, session, visitor, kind, at, path=value, country=country)
+                rows.append(row(site, session, visitor, kind, at, path=value, country=country,
+                                weight=weight)
                             if kind == "pageview" else
                             row(site, session, visitor, kind, at, path="/", name=value,
-                                country=country))
+                                country=country, weight=weight))
     store(rows)

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from models import database
-from tests.analytics.journeys import place, today, week_start
+from tests.analytics.journeys import WEIGHTED, place, today, week_start
 from tests.helpers import tool_result
 
 
@@ -119,3 +119,12 @@ def test_every_bad_argument_is_a_tool_error_that_teaches(ask, arguments, says):
     result = ask(**arguments)
     assert result["isError"] is True
     assert says in result["content"][0]["text"], result["content"][0]["text"]
+
+
+def test_a_sampled_visit_weighs_its_weight(app, std_site, ask):
+    with app.app_context(), database.connection_context():
+        place(std_site.site, WEIGHTED, weight=2.0)
+    result = answer(ask, start={"page": "/pricing"}, steps=1)
+    # the four visits through /pricing, and F's (weight 2): /docs, then it ended
+    assert (result["visits"], result["estimated"]) == (6, True)
+    assert steps(result) == [[("/docs", 3), ("/signup", 2), ("goal:Signup", 1)]]

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from models import database
-from tests.analytics.journeys import place, today, week_start
+from tests.analytics.journeys import WEIGHTED, place, today, week_start
 from tests.helpers import tool_result
 
 
@@ -110,3 +110,12 @@ def test_every_bad_argument_is_a_tool_error_that_teaches(ask, arguments, says):
     result = ask(**arguments)
     assert result["isError"] is True
     assert says in result["content"][0]["text"], result["content"][0]["text"]
+
+
+def test_a_sampled_visitor_weighs_its_weight(app, std_site, ask):
+    with app.app_context(), database.connection_context():
+        place(std_site.site, WEIGHTED, weight=2.0)
+    result = answer(ask)
+    # F (weight 2) first came in week -1 and came back in week 0
+    assert table(result)[6] == (week_start(1), 2, [2, 2])
+    assert result["estimated"] is True
