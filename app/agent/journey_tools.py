@@ -34,8 +34,7 @@ def _run_retention(site: Site, period: Period, arguments: dict[str, Any]) -> dic
 
 RETENTION = tool(
     "retention", "Retention",
-    "Cohorts of visitors by their first (or each) visit's interval; % back in each later "
-    "interval.",
+    "Cohorts of visitors by their first (or each) visit's interval; % back in each later one.",
     checked_arguments({
         "interval": {"type": "string", "enum": list(retention.INTERVALS)},
         "cohort": {"type": "string", "enum": list(retention.COHORTS)},
@@ -59,8 +58,7 @@ def _run_paths(site: Site, period: Period, arguments: dict[str, Any]) -> dict[st
 
 PATHS = tool(
     "paths", "Paths",
-    "Where visits go after `start` or came from before `end` (neither: from the entry), "
-    "step by step.",
+    "Where visits go after `start` or came from before `end` (neither: from the entry).",
     checked_arguments({
         "start": PAGE_OR_GOAL, "end": PAGE_OR_GOAL,
         "steps": {"type": "integer", "minimum": 1, "maximum": paths.MAX_STEPS},
