@@ -33,7 +33,7 @@ AGENTS = ROOT / "docs" / "AGENTS.md"
 DOMAIN = "shop.example"
 PLACEHOLDER_URL = "https://analytics.example.com"
 TOOLS = ["describe_data", "funnel", "get_crawler_activity", "get_errors", "get_ingest_health",
-         "get_overview", "get_revenue", "get_web_vitals", "query"]
+         "get_overview", "get_revenue", "get_web_vitals", "paths", "query", "retention"]
 
 
 @pytest.fixture

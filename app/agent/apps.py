@@ -1,10 +1,11 @@
-"""The chart apps: `query` and `funnel` results drawn in the conversation (MCP Apps).
+"""The chart apps: `query`, `funnel`, `retention` and `paths` results drawn in the
+conversation (MCP Apps).
 
 MCP Apps is the extension `io.modelcontextprotocol/ui` (final 2026-01-26). A client that declares
 it (`capabilities.extensions["io.modelcontextprotocol/ui"].mimeTypes` holding
 `text/html;profile=mcp-app`) is shown `_meta.ui.resourceUri` on the tools that have an app, and
 may read the apps as resources; every other client sees none of this (app.agent.protocol decides
-who declared what). The apps are the two self-contained HTML documents built from charts/
+who declared what). The apps are the self-contained HTML documents built from charts/
 (charts/dist/, committed, checked against a fresh build by .ci/run): every script and style
 inline, no network, so their CSP declares no domain at all.
 """
@@ -47,6 +48,10 @@ APPS = {app.uri: app for app in (
              "period dashed), bars for any other dimension, with a switch among the metrics."),
     ChartApp("funnel", "ui://egis/funnel", "egis funnel chart",
              "Draws a `funnel` result: each step's count with its conversion and drop-off."),
+    ChartApp("retention", "ui://egis/retention", "egis retention chart",
+             "Draws a `retention` result: the cohort table, each cell shaded by its rate."),
+    ChartApp("paths", "ui://egis/paths", "egis paths chart",
+             "Draws a `paths` result: the steps as columns of bars, the links between them."),
 )}
 TOOL_APPS = {app.tool: app for app in APPS.values()}
 

@@ -159,10 +159,15 @@ def schema_arguments(schema: type[Schema]) -> Arguments:
     return Arguments(json_schema_of(schema), read, "Invalid arguments for {name}: ")
 
 
-def checked_arguments(properties: dict[str, Any], required: list[str]) -> Arguments:
+def checked_arguments(properties: dict[str, Any], required: list[str],
+                      list_periods: bool = True) -> Arguments:
     """Arguments described as JSON Schema `properties` (with the period's) and checked in code:
-    an unknown one is refused with the closest valid name; the others reach the query whole."""
+    an unknown one is refused with the closest valid name; the others reach the query whole.
+    Without `list_periods`, `period` is a string whose values the other tools' schemas list
+    (the catalogue is read before every conversation; resolve_period's refusal names them)."""
     valid = (*properties, *PERIOD_KEYS)
+    period_properties = (PERIOD_PROPERTIES if list_periods
+                         else {**PERIOD_PROPERTIES, "period": {"type": "string"}})
 
     def read(name: str, arguments: dict[str, Any]
              ) -> tuple[date | None, date | None, str | None, dict[str, Any]]:
@@ -173,7 +178,7 @@ def checked_arguments(properties: dict[str, Any], required: list[str]) -> Argume
         return (_date(arguments, "from"), _date(arguments, "to"), arguments.get("period"),
                 arguments)
 
-    return Arguments({"type": "object", "properties": {**properties, **PERIOD_PROPERTIES},
+    return Arguments({"type": "object", "properties": {**properties, **period_properties},
                       "required": required, "additionalProperties": False}, read)
 
 

@@ -175,3 +175,30 @@ def render_describe(r: dict[str, Any]) -> str:
         lines += _lines(values["values"],
                         lambda row: f"{_value(row['value'])}: {_n(row['visitors'])} visitors")
     return "\n".join(lines)
+
+
+def render_retention(r: dict[str, Any]) -> str:
+    def line(row: dict[str, Any]) -> str:
+        rates = ", ".join(_pct(rate) for rate in row["retention_rate"])
+        return f"{row['cohort']}: {_n(row['visitors'])} visitors; retained {rates}"
+
+    back = r["return_on"] or "any visit"
+    return "\n".join([
+        _head(r, f"Retention by {r['interval']} ({r['cohort']} cohorts, back on: {back}; "
+                 f"current {r['interval']} {r['current_interval']})"),
+        *_lines(r["cohorts"], line),
+        "Average: " + (", ".join(_pct(rate) for rate in r["average"]["retention_rate"])
+                       or "-")])
+
+
+def render_paths(r: dict[str, Any]) -> str:
+    def step(row: dict[str, Any]) -> str:
+        return "; ".join(f"{value['value']} {_n(value['visits'])} ({_pct(value['share'])})"
+                         for value in row["values"])
+
+    def path(row: dict[str, Any]) -> str:
+        return f"{' > '.join(row['path'])}: {_n(row['visits'])} visits"
+
+    return "\n".join([
+        _head(r, f"Paths {r['direction']} from {r['anchor']} ({_n(r['visits'])} visits)"),
+        *_lines(r["steps"], step), "Top paths:", *_lines(r["top_paths"], path)])

@@ -10,6 +10,7 @@ here read marshmallow arguments (app.agent.schemas) and name the zone only when 
 so a UTC site's answers stay as they were for existing clients; the read surface's
 (app.agent.read_tools) always name it."""
 from app.agent.catalogue import result_schema, schema_arguments, tool
+from app.agent.journey_tools import JOURNEY_TOOLS
 from app.agent.protocol import McpServer
 from app.agent.read_tools import READ_TOOLS
 from app.agent.retired import RETIRED_TOOLS
@@ -36,11 +37,12 @@ from app.analytics import crawlers, ingest_health, overview, performance, revenu
 from app.analytics.period import PERIODS
 from app.web.openapi import API_VERSION
 
-CATALOGUE_LIMIT = 16_000  # characters of the tools/list answer (JSON), chart apps' _meta included
+CATALOGUE_LIMIT = 18_000  # characters of the tools/list answer (JSON), chart apps' _meta included
 
 
 TOOLS = [
     *READ_TOOLS,
+    *JOURNEY_TOOLS,
     tool("get_overview", "Traffic overview",
          f"`query`'s {', '.join(overview.METRICS)} over the period (their definitions: "
          "describe_data), and events by type.",

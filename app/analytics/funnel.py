@@ -64,8 +64,9 @@ def _is_text(value: Any, longest: int) -> bool:
     return isinstance(value, str) and 0 < len(value) <= longest and value.isprintable()
 
 
-def _checked_step(index: int, step: Any) -> dict[str, str]:
-    where = f"steps[{index}]"
+def checked_step(index: int, step: Any, where: str = "") -> dict[str, str]:
+    """A step (as `validate` checks each), `where` naming it in a refusal (`steps[index]`)."""
+    where = where or f"steps[{index}]"
     if not isinstance(step, dict):
         raise ArgumentError(f"`{where}` must be an object with one of 'page', 'goal' or "
                             "'event' (and an optional 'label').")
@@ -118,10 +119,10 @@ def validate(steps: Any, unit: Any = "visit",
         raise ArgumentError(f"`steps` must be a list of {MIN_STEPS} to {MAX_STEPS} steps "
                             f"such as {{\"page\": \"/pricing\"}} or {{\"goal\": "
                             f"\"Signup\"}}; got {count}.")
-    return [_checked_step(index, step) for index, step in enumerate(steps)]
+    return [checked_step(index, step) for index, step in enumerate(steps)]
 
 
-def _step_events(step: dict[str, str]) -> Expression:
+def step_events(step: dict[str, str]) -> Expression:
     """The step's matching events, one index range (event_page_steps, event_named_steps):
     for a page, equality, a prefix range for `/prefix/**` (no regular expression to run per
     row), else `query`'s `matches`, whose literal prefix PostgreSQL turns into the range."""
@@ -156,7 +157,7 @@ def _events(site: Site, period: Period, step: dict[str, str], index: int, unit: 
     inlines where it is read (no intermediate table). With filters, only the events of the
     visits they select."""
     unit_column = Event.session_id if unit == "visit" else Event.anonymous_id
-    where = event_scope(site.id, period) & unit_column.is_null(False) & _step_events(step)
+    where = event_scope(site.id, period) & unit_column.is_null(False) & step_events(step)
     if filters:
         where &= Event.session_id.in_(matching_sessions(site, period, filters))
     return (Event.select(unit_column.alias("unit"), Event.occurred_at.alias("at"),

@@ -86,6 +86,10 @@ MIX: list[tuple[str, str, dict[str, Any]]] = [
                                                  {"goal": "signup"}]}),
     ("funnel visitors", "funnel", {"steps": [{"page": "/pricing"}, {"goal": "checkout"}],
                                    "unit": "visitor", "window_hours": 72}),
+    ("weekly retention", "retention", {}),  # the default: this week and the 7 before
+    ("paths after a popular page", "paths", {"start": {"page": "/pricing"}}),
+    ("paths from the entry", "paths", {}),
+    ("paths before a goal", "paths", {"end": {"goal": "signup"}}),
     ("describe", "describe_data", {}),
     ("describe sources", "describe_data", {"dimension": "visit:source", "limit": 20}),
     ("overview (kept)", "get_overview", {}),

@@ -19,7 +19,8 @@ from app.agent.apps import EXTENSION, MIME_TYPE
 from app.agent.session import Declaration, SessionIds
 from tests.fixtures.mcp import ACCEPT, MODERN, MODERN_META, call, rpc
 
-APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel"}
+APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel",
+        "retention": "ui://egis/retention", "paths": "ui://egis/paths"}
 UI = {EXTENSION: {"mimeTypes": [MIME_TYPE]}}
 NOT_DECLARING = {  # capabilities that do not declare the apps, and answers the same as none
     "none": {},
@@ -81,7 +82,7 @@ def test_a_declaring_client_gets_a_session_that_shows_the_apps(send, version):
                                                         session))["tools"]}
     for name, uri in APPS.items():
         assert tools[name]["_meta"] == {"ui": {"resourceUri": uri}, "ui/resourceUri": uri}
-    assert [name for name, tool in tools.items() if "_meta" in tool] == ["query", "funnel"]
+    assert [name for name, tool in tools.items() if "_meta" in tool] == list(APPS)
     listed = result(send(rpc("resources/list"), version, session))["resources"]
     assert [(r["uri"], r["mimeType"]) for r in listed] == [(uri, MIME_TYPE)
                                                             for uri in APPS.values()]
@@ -189,7 +190,8 @@ def test_an_unknown_resource(send):
                  ).get_json()["error"]
     assert error["code"] == -32602
     assert error["message"] == ('Unknown resource: "ui://egis/nope". This server has '
-                                "ui://egis/query, ui://egis/funnel.")
+                                "ui://egis/query, ui://egis/funnel, ui://egis/retention, "
+                                "ui://egis/paths.")
 
 
 # --- the stateless era (2026-07-28) -----------------------------------------------------------

@@ -23,7 +23,8 @@ server = mcp.server  # a fixture: a live server, seeded
 pytestmark = pytest.mark.slow
 
 DECLARE = advertise(EXTENSION, {"mimeTypes": [MIME_TYPE]})
-APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel"}
+APPS = {"query": "ui://egis/query", "funnel": "ui://egis/funnel",
+        "retention": "ui://egis/retention", "paths": "ui://egis/paths"}
 
 
 class Recorder:

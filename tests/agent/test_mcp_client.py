@@ -55,8 +55,8 @@ def run(key: str, body: Callable[[Any], Awaitable[None]]) -> None:
 async def call_every_tool(session: ClientSession, expected: Expected) -> None:
     listed = await session.list_tools()
     assert [tool.name for tool in listed.tools] == ["describe_data", "query", "funnel",
-                                                    *TOOL_ARGUMENTS]
-    for tool in listed.tools[3:]:  # the read tools: tests/agent/test_read_tools_client.py
+                                                    "retention", "paths", *TOOL_ARGUMENTS]
+    for tool in listed.tools[5:]:  # the read tools: tests/agent/test_read_tools_client.py
         assert tool.input_schema["type"] == "object" and tool.output_schema
         result = await session.call_tool(tool.name, {**PERIOD, **TOOL_ARGUMENTS[tool.name]})
         assert result.is_error is False, result.content

@@ -19,7 +19,7 @@ from tests.fixtures.mcp import ACCEPT, MODERN, MODERN_META, call, rpc
 TOOL_NAMES = ["get_overview", "get_revenue", "get_web_vitals", "get_errors",
               "get_crawler_activity", "get_ingest_health"]
 # The read surface's tools come first (tests/agent/test_read_tools.py covers them).
-LISTED = ["describe_data", "query", "funnel", *TOOL_NAMES]
+LISTED = ["describe_data", "query", "funnel", "retention", "paths", *TOOL_NAMES]
 
 
 @pytest.fixture

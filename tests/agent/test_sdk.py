@@ -40,6 +40,6 @@ def test_the_agent_layer_loads_only_the_sdk_pieces_it_uses():
     assert report["imported_with_app"] is False
     # The SDK's request ladder works as loaded: it answers, and it rejects a header that
     # contradicts the body with its own error code.
-    assert report["listed"] == [200, 9]  # the read surface's 3 tools and the 6 reports
+    assert report["listed"] == [200, 11]  # the read surface's 5 tools and the 6 reports
     assert report["mismatched"] == [400, -32020]
     assert report["sdk_packages"] == []

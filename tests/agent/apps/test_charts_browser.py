@@ -254,3 +254,43 @@ def test_the_app_asks_query_again_through_the_host(show):
         f"{again['from']} to {again['to']} · UTC")
     hosted.shot("asked-again")
     no_errors(hosted)
+
+
+def test_retention_cohort_table_from_a_real_result(show):
+    hosted = show("ui://egis/retention", "retention", {
+        "interval": "day", "cohort": "any_visit", "intervals": 7, "from": FROM, "to": TO})
+    cohorts = hosted.result["cohorts"]
+    assert len(cohorts) == DAYS and all(row["visitors"] > 0 for row in cohorts)
+    header, *rows = [row for row in hosted.table() if row[0] != "Step"]
+    assert header[:3] == ["Cohort", "Visitors", "Day 0"] and len(header) == 2 + 8
+    assert [row[:2] for row in rows[:-1]] == [[row["cohort"], figure(row["visitors"])]
+                                              for row in cohorts]
+    assert rows[-1][0] == "Average"
+    # every begun cell says its rate and count, a cell not begun says so
+    for row, cohort in zip(rows, cohorts, strict=False):
+        begun = [f"{rate:.1f}% ({figure(count)})" for rate, count
+                 in zip(cohort["retention_rate"], cohort["retained"], strict=True)]
+        assert [cell.replace(", today so far", "") for cell in row[2:2 + len(begun)]] == begun
+        assert set(row[2 + len(begun):]) <= {"not started"}
+    assert f"Retention table of {DAYS} " in hosted.accessible()
+    hosted.shot("retention")
+    no_errors(hosted)
+
+
+def test_paths_steps_and_links_from_a_real_result(show):
+    hosted = show("ui://egis/paths", "paths", {"steps": 2, "from": FROM, "to": TO})
+    result = hosted.result
+    assert result["anchor"] == "(entry)" and result["visits"] > 0
+    tables = hosted.table()
+    links_at = tables.index(["Step", "From", "To", "Visits"])
+    values, links = tables[:links_at], tables[links_at + 1:]
+    assert values[0] == ["Step", "Page or goal", "Visits", "Share"]
+    shown = {(row[0], row[2]) for row in values[1:]}
+    for step in result["steps"]:
+        for value in step["values"]:
+            assert (f"Step {step['step']}", figure(value["visits"])) in shown
+    assert sorted(row[3] for row in links) == sorted(figure(link["visits"])
+                                                     for link in result["links"])
+    assert f"Paths chart: {figure(result['visits'])} visits" in hosted.accessible()
+    hosted.shot("paths")
+    no_errors(hosted)

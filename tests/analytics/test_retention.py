@@ -1,0 +1,121 @@
+"""The `retention` tool over tests/analytics/journeys.py's nine weeks, its cohort tables worked
+out by hand from the visits listed there, through /api/mcp."""
+from typing import Any
+
+import pytest
+
+from models import database
+from tests.fixtures.helpers import tool_result
+from tests.fixtures.journeys import WEIGHTED, place, today, week_start
+
+
+@pytest.fixture
+def ask(app, std_site):
+    with app.app_context(), database.connection_context():
+        place(std_site.site)
+    client = app.test_client()
+
+    def call(**arguments: Any) -> dict[str, Any]:
+        return tool_result(client, std_site.server_headers(), "retention", arguments)
+
+    return call
+
+
+def answer(ask, **arguments: Any) -> dict[str, Any]:
+    result = ask(**arguments)
+    assert result["isError"] is False, result
+    return result["structuredContent"]
+
+
+def table(result: dict[str, Any]) -> list[tuple[str, int, list[int]]]:
+    return [(row["cohort"], row["visitors"], row["retained"]) for row in result["cohorts"]]
+
+
+def test_weekly_first_visit_cohorts_of_the_default_range(ask):
+    result = answer(ask)
+    assert (result["interval"], result["cohort"], result["return_on"]) == (
+        "week", "first_visit", None)
+    assert result["timezone"] == "Europe/Berlin"
+    assert (result["from"], result["current_interval"]) == (week_start(7), week_start(0))
+    # A (-7) back every week; B (-6) never back; C's first visit (-8) is before the range;
+    # D (-5) back in -3; E (-2) back in -1. Cells of weeks after the current one are absent.
+    assert table(result) == [
+        (week_start(7), 1, [1] * 8), (week_start(6), 1, [1, 0, 0, 0, 0, 0, 0]),
+        (week_start(5), 1, [1, 0, 1, 0, 0, 0]), (week_start(4), 0, [0] * 5),
+        (week_start(3), 0, [0] * 4), (week_start(2), 1, [1, 1, 0]),
+        (week_start(1), 0, [0, 0]), (week_start(0), 0, [0])]
+    assert result["cohorts"][0]["retention_rate"] == [100.0] * 8
+    assert result["cohorts"][3]["retention_rate"] == [None] * 5
+    # per cell: retained over the cohorts that have it / their visitors
+    assert result["average"]["retention_rate"] == [100.0, 50.0, 50.0, 33.3, 33.3, 33.3, 50.0,
+                                                   100.0]
+    assert result["estimated"] is False
+    text = ask()["content"][0]["text"]
+    assert "Retention by week" in text and week_start(7) in text
+
+
+def test_any_visit_cohorts_count_a_visitor_in_every_week_it_came(ask):
+    result = answer(ask, cohort="any_visit", intervals=2)
+    # week -5: A, C (first seen in -8) and D; of them A in -4; A, C and D in -3
+    assert table(result) == [
+        (week_start(7), 1, [1, 1, 1]), (week_start(6), 2, [2, 1, 1]),
+        (week_start(5), 3, [3, 1, 3]), (week_start(4), 1, [1, 1, 1]),
+        (week_start(3), 3, [3, 1, 1]), (week_start(2), 2, [2, 2, 1]),
+        (week_start(1), 2, [2, 1]), (week_start(0), 1, [1])]
+
+
+def test_returns_on_a_page_and_filters_on_the_placing_visits(ask):
+    pricing = answer(ask, return_on={"page": "/pricing"})
+    # A saw /pricing in -4 only (cell 3); D in -5 and -3; E (-2) in -1
+    assert table(pricing)[:3] == [(week_start(7), 1, [0, 0, 0, 1, 0, 0, 0, 0]),
+                                  (week_start(6), 1, [0] * 7),
+                                  (week_start(5), 1, [1, 0, 1, 0, 0, 0])]
+    assert table(pricing)[5] == (week_start(2), 1, [0, 1, 0])
+    goal = answer(ask, return_on={"goal": "Signup"}, interval="month", period="90d")
+    this_month = today().isoformat()[:7]
+    assert goal["interval"] == "month" and goal["current_interval"] == this_month
+    assert goal["cohorts"][-1]["cohort"] == this_month and goal["to"][:7] == this_month
+    german = answer(ask, filters=[["is", "visit:country", ["DE"]]])
+    # only D's first visit (-5) came from DE
+    assert [row["visitors"] for row in german["cohorts"]] == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert german["cohorts"][2]["retained"] == [1, 0, 1, 0, 0, 0]
+
+
+def test_a_range_of_days_cuts_at_today(ask):
+    last = today().isoformat()
+    result = answer(ask, interval="day", **{"from": week_start(1), "to": last}, intervals=3)
+    assert (result["from"], result["to"], result["current_interval"]) == (
+        week_start(1), last, last)
+    # a cohort per day; the later ones have fewer cells begun: today's has only its own
+    assert [len(row["retained"]) for row in result["cohorts"]][-4:] == [4, 3, 2, 1]
+    visitors = {row["cohort"]: row["visitors"] for row in result["cohorts"]}
+    assert sum(visitors.values()) == 0  # A's first visit is week -7: no first visit here
+    assert answer(ask, interval="day", cohort="any_visit", **{"from": last, "to": last}
+                  )["cohorts"] == [{"cohort": last, "visitors": 1, "retained": [1],
+                                    "retention_rate": [100.0]}]
+
+
+@pytest.mark.parametrize(("arguments", "says"), [
+    ({"interval": "fortnight"}, "Unknown interval 'fortnight'. Valid intervals: day, week, "
+                                "month."),
+    ({"intervals": 32}, "`intervals` must be a whole number from 1 to 31"),
+    ({"cohort": "first"}, "Did you mean 'first_visit'?"),
+    ({"return_on": {"page": "pricing"}}, "`return_on.page` must be a URL path"),
+    ({"return_on": {"pages": "/pricing"}}, "`return_on` has the unknown key 'pages'"),
+    ({"cohorts": "any_visit"}, "Unknown argument 'cohorts' of retention. Did you mean "
+                               "'cohort'?"),
+])
+def test_every_bad_argument_is_a_tool_error_that_teaches(ask, arguments, says):
+    assert ask(intervals=31)["isError"] is False  # the valid variant
+    result = ask(**arguments)
+    assert result["isError"] is True
+    assert says in result["content"][0]["text"], result["content"][0]["text"]
+
+
+def test_a_sampled_visitor_weighs_its_weight(app, std_site, ask):
+    with app.app_context(), database.connection_context():
+        place(std_site.site, WEIGHTED, weight=2.0)
+    result = answer(ask)
+    # F (weight 2) first came in week -1 and came back in week 0
+    assert table(result)[6] == (week_start(1), 2, [2, 2])
+    assert result["estimated"] is True
