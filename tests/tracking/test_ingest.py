@@ -5,7 +5,6 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from app.ingest import plans
 from app.tracking import ingest, quota
 from app.tracking.ingest import IngestResult
 from app.web.schema import (
@@ -65,16 +64,6 @@ def ms(moment: datetime) -> int:
 
 
 # --- plan, money, forms ---------------------------------------------------------------------
-
-@pytest.mark.parametrize(("plan", "types", "expected"), [
-    ("free", {"pageview", "performance", "error"}, ["error", "performance"]),
-    ("free", {"pageview", "custom", "goal"}, []),
-    ("standard", {"performance", "error"}, []),
-    ("pro", {"performance", "error"}, []),
-])
-def test_restricted_types(plan, types, expected):
-    assert plans.restricted_types(Site(domain="x.example", plan=plan), types) == expected
-
 
 def test_clean_properties():
     assert ingest.clean_properties("custom", None) is None
