@@ -34,7 +34,8 @@ def _run_query(site: Site, period: Period, arguments: dict[str, Any]) -> dict[st
 QUERY = tool(
     "query", "Query",
     "Metrics x dimensions x filters, as Plausible's Stats API v2. A visit is a session with "
-    "a page view in the period, its visit:* values its first page view's. Definitions, goals, "
+    "a page view in the period, its visit:* values its first page view's. Who is on the site "
+    "now: period 5min or 30min (rolling; a visit with any event in it). Definitions, goals, "
     "events and property keys: describe_data.",
     checked_arguments({"metrics": {"type": "array", "minItems": 1, "maxItems": 10,
                  "items": {"type": "string", "enum": list(METRICS)}},
@@ -52,7 +53,7 @@ QUERY = tool(
                                  "metric descending, time ascending."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
      "offset": {"type": "integer", "minimum": 0, "default": 0}},
-    ["metrics"]),
+    ["metrics"], rolling=True),
     listed_result({"metrics": {"type": "array", "items": {"type": "string"}},
      "dimensions": {"type": "array", "items": {"type": "string"}},
      "results": {"type": "array", "items": {"type": "object", "properties": {

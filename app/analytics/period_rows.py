@@ -110,7 +110,9 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
     list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
     funnel's statement. `sessions`, a subquery of session ids, narrows the table's rows to
     those: 20,000 goals' visits are looked up by their key rather than 320,000 visits
-    read and joined."""
+    read and joined. A rolling window's visits are `_active_visits`."""
+    if period.rolling:
+        return _active_visits(site, period, columns, name, sessions)
     inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
               & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
     if sessions is not None:
@@ -124,6 +126,26 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
         f"{name}_edges", columns=names)
     clipped = Select([derived], _visit_values(derived.c, columns))
     return [derived], (whole + clipped).cte(name)
+
+
+def _active_visits(site: Site, period: Period, columns: set[str], name: str,
+                   sessions: Any) -> tuple[list[Any], Any]:
+    """The visits of a rolling window: the sessions with any event in it (a heartbeat too: a
+    reader of one page sends nothing else), each its visit table row (its visit:* values its
+    first page view's, perhaps before the window) timed by its first event in the window. Only
+    the sessions with a page view are visits."""
+    scope = event_scope(site.id, period) & Event.session_id.is_null(False)
+    if sessions is not None:
+        scope &= Event.session_id.in_(sessions)
+    active = (Event.select(Event.session_id.alias("sid"),
+                           fn.MIN(Event.occurred_at).alias("first_at"))
+              .where(scope).group_by(Event.session_id).cte(f"{name}_active"))
+    values = _visit_values(Visit, columns - {"occurred_at"})
+    if "occurred_at" in columns:
+        values.append(active.c.first_at.alias("occurred_at"))
+    rows = (Visit.select(*values).join(active, on=(Visit.session_id == active.c.sid))
+            .where((Visit.site_id == site.id) & (Visit.pageviews > 0)))
+    return [active], rows.cte(name)
 
 
 EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",

@@ -93,6 +93,9 @@ METRICS = {metric.name: metric for metric in (
                          "needs a dimension.", frozenset({"visitors"}), None),
 )}
 RATES = frozenset(name for name, metric in METRICS.items() if metric.rate)
+# what a rolling window (period 5min, 30min) answers: a visit there is any session with an
+# event in the window, whose bounces, views and duration lie mostly outside it
+ROLLING_METRICS = ("visitors", "visits", "pageviews", "events", "percentage", "conversion_rate")
 
 
 def figures(sums: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +148,8 @@ def property_key(dimension: str) -> str:
 
 
 def _time(unit: str) -> Dimension:
-    what = {"hour": "hour", "day": "day", "week": "week (its Monday)", "month": "month"}[unit]
+    what = {"minute": "minute (YYYY-MM-DDTHH:MM; a period of one day at most)", "hour": "hour",
+            "day": "day", "week": "week (its Monday)", "month": "month"}[unit]
     return Dimension(f"time:{unit}", f"The local {what} in the site's time zone: an event's "
                                      "own, a visit's first event's in the period.", "time",
                      lambda row: time_bucket(unit, row.event.occurred_at if row.time is None
@@ -195,7 +199,7 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
     *(_utm(name) for name in ("source", "medium", "campaign", "content", "term")),
     _visit("entry_page", "Path of the visit's first page view."),
     _visit("exit_page", "Path of the visit's last page view."),
-    *(_time(unit) for unit in ("hour", "day", "week", "month")),
+    *(_time(unit) for unit in ("minute", "hour", "day", "week", "month")),
 )}
 PROPS_DEFINITION = "The event's property <key>, as text."
 DIMENSION_NAMES = (*DIMENSIONS, f"{PROPS}<key>")

@@ -5,7 +5,8 @@ from typing import Any
 
 from app.analytics.errors import ArgumentError, unknown
 from app.analytics.filters import Filters, Leaf, parse_filters
-from app.analytics.vocabulary import Dimension, dimension, metric
+from app.analytics.period import Period
+from app.analytics.vocabulary import ROLLING_METRICS, Dimension, dimension, metric
 from app.web.schema import whole_number
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
@@ -86,3 +87,18 @@ def parse_query(arguments: dict[str, Any]) -> Query:
                  _integer(arguments.get("limit"), "limit", 1, MAX_LIMIT, DEFAULT_LIMIT),
                  _integer(arguments.get("offset"), "offset", 0, 10**9, 0),
                  arguments.get("compare"))
+
+
+def check_period(query: Query, period: Period) -> None:
+    """What the period allows of the query: a rolling window its metrics (ROLLING_METRICS),
+    time:minute one day at most; an ArgumentError otherwise."""
+    if period.rolling:
+        for name in query.metrics:
+            if name not in ROLLING_METRICS:
+                raise ArgumentError(f"Metric {name!r} is not answered over a rolling period "
+                                    f"(5min, 30min): give {', '.join(ROLLING_METRICS)}, or a "
+                                    "period of days.")
+    if any(d.name == "time:minute" for d in query.dimensions) and not period.within_a_day:
+        raise ArgumentError("Dimension 'time:minute' needs a period of one day at most: "
+                            "period 5min, 30min, today or yesterday, or `from` = `to`; "
+                            "time:hour for longer periods.")

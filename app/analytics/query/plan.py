@@ -97,7 +97,7 @@ def choose_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     event_filtered = any(keep(leaf) and leaf.dimension.kind != "visit"
                          for leaf in leaves(filters))
     event_sums_wanted = bool(EVENT_METRICS & set(query.metrics))
-    if page_plan_fits(query, dimensions, keep):
+    if page_plan_fits(query, period, dimensions, keep):
         return page_plan(site, period, query, dimensions, keep)
     if not needs_visits and slot_fits(period, dimensions, filters, keep):
         sums = slot_sums(site, period, dimensions, filters, keep, False).cte("selected")

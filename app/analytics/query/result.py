@@ -3,7 +3,7 @@ figures beside them, and the warnings."""
 from typing import Any
 
 from app.analytics.period import Period, compare_period
-from app.analytics.query.arguments import Query
+from app.analytics.query.arguments import Query, check_period
 from app.analytics.query.compare import compared
 from app.analytics.query.figures import read_figures
 from app.analytics.query.null_rows import null_row_warnings
@@ -43,6 +43,7 @@ def ordered(query: Query, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run_query(site: Site, period: Period, query: Query) -> dict[str, Any]:
     """The `query` tool's result (without site/from/to/timezone, which the tool adds)."""
+    check_period(query, period)
     other = compare_period(period, query.compare) if query.compare is not None else None
     if other is None:
         main, before = read_figures(site, period, query), None
