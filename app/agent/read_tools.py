@@ -23,7 +23,9 @@ FILTERS = {
     "description": "All must hold. Each [op, dimension, [values]], op is, is_not, contains, "
                    "contains_not, matches, matches_not (`*` any run but `/`, `**` any run; "
                    "whole value), optionally ending {\"case_sensitive\": false}; or "
-                   "[\"and\", [filters]], [\"or\", [filters]], [\"not\", filter].",
+                   "[\"and\", [filters]], [\"or\", [filters]], [\"not\", filter]; "
+                   "[\"has_done\"|\"has_not_done\", filter on event:*]: visits with (without) "
+                   "a matching event.",
 }
 
 
@@ -93,7 +95,7 @@ FUNNEL = tool(
      "window_hours": {"type": "integer", "minimum": 1, "maximum": funnel.MAX_WINDOW_HOURS,
                       "default": funnel.DEFAULT_WINDOW_HOURS,
                       "description": "Visitor unit: hours from its first step-1 event."},
-     "filters": {**FILTERS, "description": "visit:* filters only, as in query."}},
+     "filters": {**FILTERS, "description": "visit:* filters and has_done only, as in query."}},
     ["steps"]),
     listed_result({"unit": {"type": "string"}, "window_hours": {"type": ["integer", "null"]},
      "steps": {"type": "array", "items": {"type": "object", "properties": {
@@ -124,7 +126,8 @@ DESCRIBE = tool(
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
                "default": describe.DEFAULT_VALUES}},
     []),
-    listed_result({"metrics": {"type": "object"}, "dimensions": {"type": "object"}}),
+    listed_result({"metrics": {"type": "object"}, "dimensions": {"type": "object"},
+                   "filters": {"type": "object"}}),
     _run_describe, render_describe, names_zone=True)
 
 READ_TOOLS = [DESCRIBE, QUERY, FUNNEL]

@@ -202,6 +202,13 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
     *(_time(unit) for unit in ("minute", "hour", "day", "week", "month")),
 )}
 PROPS_DEFINITION = "The event's property <key>, as text."
+# the filters on visits by their events (app.analytics.filters compiles them)
+FILTER_OPS = {
+    "has_done": "[\"has_done\", filter]: the visits with at least one event in the period "
+                "matching the filter (on event:* dimensions: a leaf, or and/or/not of leaves), "
+                "with all their events.",
+    "has_not_done": "[\"has_not_done\", filter]: the visits with no such event.",
+}
 DIMENSION_NAMES = (*DIMENSIONS, f"{PROPS}<key>")
 DIRECT = "(direct)"  # visit:source without a referrer (app.context.acquisition's DIRECT_SOURCE)
 
@@ -232,14 +239,15 @@ def describe() -> dict[str, Any]:
     """The vocabulary with its definitions, for describe_data."""
     return {"metrics": {name: m.definition for name, m in METRICS.items()},
             "dimensions": {**{name: d.definition for name, d in DIMENSIONS.items()},
-                           f"{PROPS}<key>": PROPS_DEFINITION}}
+                           f"{PROPS}<key>": PROPS_DEFINITION},
+            "filters": dict(FILTER_OPS)}
 
 
 def definitions_table() -> str:
     """docs/AGENTS.md's table of definitions (Markdown), as the vocabulary states them."""
     found = describe()
     lines = ["| name | definition |", "|---|---|"]
-    for kind in ("metrics", "dimensions"):
+    for kind in ("metrics", "dimensions", "filters"):
         lines += [f"| `{name}` | {text.replace('|', '/')} |"
                   for name, text in found[kind].items()]
     return "\n".join(lines)

@@ -349,7 +349,8 @@ def test_order_limit_offset_and_total_rows(query):
      "event:page, event:hostname, "),
     ({"metrics": ["visits"], "filters": [["contain", "visit:country", ["DE"]]]},
      "Unknown filter operator 'contain'. Did you mean 'contains'? Valid filter operators: is, "
-     "is_not, contains, contains_not, matches, matches_not, and, or, not."),
+     "is_not, contains, contains_not, matches, matches_not, and, or, not, has_done, "
+     "has_not_done."),
     ({"metrics": ["visits"], "filters": [["is", "visit:country", "DE"]]},
      "Invalid filter ['is', 'visit:country', 'DE']: a filter is [op, dimension, "),
     ({"metrics": ["visits"], "filters": [["is", "time:day", ["2026-03-28"]]]},
