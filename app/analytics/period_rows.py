@@ -29,6 +29,7 @@ from models import Event, EventSlot, Site, Visit, VisitPage
 
 # what a visits CTE may compute rather than read
 FIGURES = ("occurred_at", *(figure.column for figure in VISIT_FIGURES))
+VISITOR_TYPE = "visitor_type"  # visit:visitor_type's column, derived (`_typed`)
 
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
@@ -101,6 +102,39 @@ def _edges(site: Site, period: Period) -> Edges:
 
 def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
                sessions: Any = None) -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of one row per visit of `period` (`_visits`), with
+    `visitor_type` when `columns` ask for it (`_typed`)."""
+    if VISITOR_TYPE not in columns:
+        return _visits(site, period, columns, name, sessions)
+    rest = columns - {VISITOR_TYPE}
+    built, base = _visits(site, period, rest, f"{name}_base", sessions)
+    return _typed(site, built, base, ["session_id", "visitor", "w", *sorted(rest)], name)
+
+
+def _typed(site: Site, built: list[Any], base: Any, names: list[str], name: str
+           ) -> tuple[list[Any], Any]:
+    """The visits of `base` (its columns `names`) with visit:visitor_type: `new` for the first
+    visit egis holds of its visitor (the visit table's earliest with a page view, ties by
+    session id), in any period, and for a visit without a visitor id; else `returning`. Read
+    from the visit table as it is, so an erased or pruned visit is no first visit."""
+    rank = fn.ROW_NUMBER().over(partition_by=[Visit.visitor],
+                                order_by=[Visit.started_at, Visit.session_id])
+    ranked = (Visit.select(Visit.visitor, Visit.session_id, rank.alias("rank"))
+              .where((Visit.site_id == site.id) & (Visit.pageviews > 0)
+                     & Visit.visitor.is_null(False)).cte(f"{name}_ranked"))
+    firsts = Select([ranked], [ranked.c.visitor, ranked.c.session_id]).where(
+        ranked.c.rank == 1).cte(f"{name}_firsts")
+    b, f = base.c, firsts.c
+    kind = Case(None, [(b.visitor.is_null() | (f.session_id == b.session_id), "new")],
+                "returning")
+    typed = Select([base], [*(getattr(b, column) for column in names),
+                            kind.alias(VISITOR_TYPE)]).join(
+        firsts, JOIN.LEFT_OUTER, on=(f.visitor == b.visitor))
+    return [*built, base, ranked, firsts], typed.cte(name)
+
+
+def _visits(site: Site, period: Period, columns: set[str], name: str,
+            sessions: Any) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
     view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
     `columns`, all from its events in the period (its first page view in the period for the

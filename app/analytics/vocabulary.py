@@ -197,6 +197,9 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
                        "without one: a referrer from the site itself is no referrer of a "
                        "visit.", "referrer"),
     *(_utm(name) for name in ("source", "medium", "campaign", "content", "term")),
+    _visit("visitor_type", "new when the visit is the first visit egis holds of its visitor "
+                           "(anonymousId), in any period; else returning. A storage-free "
+                           "visitor has a new id each day: its first visit of a day is new."),
     _visit("entry_page", "Path of the visit's first page view."),
     _visit("exit_page", "Path of the visit's last page view."),
     *(_time(unit) for unit in ("minute", "hour", "day", "week", "month")),
