@@ -54,7 +54,9 @@ QUERY = tool(
                   "description": "[[metric or dimension, \"asc\"|\"desc\"]]; default: first "
                                  "metric descending, time ascending."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
-     "offset": {"type": "integer", "minimum": 0, "default": 0}},
+     "offset": {"type": "integer", "minimum": 0, "default": 0},
+     "currency": {"type": "string", "description": "ISO 4217, of the money metrics; default "
+                                                   "the period's only one."}},
     ["metrics"], rolling=True),
     listed_result({"metrics": {"type": "array", "items": {"type": "string"}},
      "dimensions": {"type": "array", "items": {"type": "string"}},
@@ -64,7 +66,7 @@ QUERY = tool(
          "comparison": {"type": "object", "properties": {"metrics": NUMBERS,
                                                          "change": NUMBERS}}},
          "required": ["dimensions", "metrics"]}},
-     "totals": NUMBERS, "total_rows": {"type": "integer"},
+     "totals": NUMBERS, "total_rows": {"type": "integer"}, "currency": {"type": ["string", "null"]},
      "warnings": WARNINGS}),
     _run_query, render_query, names_zone=True)
 

@@ -29,7 +29,7 @@ from models import Event, EventSlot, Site, Visit, VisitPage
 
 # what a visits CTE may compute rather than read
 FIGURES = ("occurred_at", *(figure.column for figure in VISIT_FIGURES))
-VISITOR_TYPE = "visitor_type"  # visit:visitor_type's column, derived (`_typed`)
+VISITOR_TYPE = "visitor_type"  # visit:visitor_type's column, derived (`typed_visits`)
 
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
@@ -103,15 +103,15 @@ def _edges(site: Site, period: Period) -> Edges:
 def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
                sessions: Any = None) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (`_visits`), with
-    `visitor_type` when `columns` ask for it (`_typed`)."""
+    `visitor_type` when `columns` ask for it (`typed_visits`)."""
     if VISITOR_TYPE not in columns:
         return _visits(site, period, columns, name, sessions)
     rest = columns - {VISITOR_TYPE}
     built, base = _visits(site, period, rest, f"{name}_base", sessions)
-    return _typed(site, built, base, ["session_id", "visitor", "w", *sorted(rest)], name)
+    return typed_visits(site, built, base, ["session_id", "visitor", "w", *sorted(rest)], name)
 
 
-def _typed(site: Site, built: list[Any], base: Any, names: list[str], name: str
+def typed_visits(site: Site, built: list[Any], base: Any, names: list[str], name: str
            ) -> tuple[list[Any], Any]:
     """The visits of `base` (its columns `names`) with visit:visitor_type: `new` for the first
     visit egis holds of its visitor (the visit table's earliest with a page view, ties by

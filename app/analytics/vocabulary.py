@@ -91,7 +91,17 @@ METRICS = {metric.name: metric for metric in (
                               "`is` filter.", frozenset({"visits"}), None, rate=True),
     Metric("percentage", "A row's visitors as % of all visitors of the query (1 decimal); "
                          "needs a dimension.", frozenset({"visitors"}), None),
+    Metric("total_revenue", "Payments minus refunds of the trusted server events in the period, "
+                            "in major units (exact: 68.99, JPY 500) of one currency "
+                            "(`currency`), each credited to a visit as get_revenue credits it.",
+           frozenset(), None),
+    Metric("orders", "Payments with a positive amount, credited as for total_revenue.",
+           frozenset(), None),
+    Metric("average_revenue", "total_revenue / orders, rounded half up to the currency's "
+                              "digits.", frozenset(), None),
 )}
+# the money metrics: their own statement (app.analytics.query.money), no event:* dimension
+MONEY_METRICS = ("total_revenue", "orders", "average_revenue")
 RATES = frozenset(name for name, metric in METRICS.items() if metric.rate)
 # what a rolling window (period 5min, 30min) answers: a visit there is any session with an
 # event in the window, whose bounces, views and duration lie mostly outside it

@@ -9,7 +9,7 @@ from app.analytics.vocabulary import METRICS, RATES
 
 # the metrics a row without figures in the other period has as 0 there (counts), not null
 COUNTS = frozenset(name for name in METRICS if name not in RATES | {
-    "views_per_visit", "visit_duration", "percentage"})
+    "views_per_visit", "visit_duration", "percentage", "average_revenue"})
 
 
 def change(name: str, current: Any, before: Any) -> float | None:
