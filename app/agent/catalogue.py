@@ -20,7 +20,7 @@ from app.agent.protocol import Tool, ToolError, ToolOutput
 from app.agent.schemas import Result
 from app.analytics import reading
 from app.analytics.errors import ArgumentError, closest
-from app.analytics.period import PERIODS, Period, resolve_period
+from app.analytics.period import PERIODS, ROLLING, Period, resolve_period
 from app.storage.dialect import QueryShapeError, QueryTimeoutError
 from app.web.errors import format_validation_messages
 from app.web.schema import json_schema_of
@@ -93,6 +93,9 @@ PERIOD_PROPERTIES: dict[str, Any] = {
     "period": {"type": "string", "enum": list(PERIODS)},
 }
 PERIOD_KEYS = tuple(PERIOD_PROPERTIES)
+# `query`'s: the rolling windows too
+ROLLING_PERIOD_PROPERTIES: dict[str, Any] = {
+    **PERIOD_PROPERTIES, "period": {"type": "string", "enum": [*PERIODS, *ROLLING]}}
 
 
 def catalogue_schema(schema: dict[str, Any], top: bool = True) -> dict[str, Any]:
@@ -124,8 +127,8 @@ def envelope(site: Site, period: Period, found: dict[str, Any], names_zone: bool
     """A tool's answer: its site and days, its zone (when `names_zone`, or when it is not
     UTC), and what it found."""
     zone = {"timezone": period.timezone} if names_zone or period.timezone != "UTC" else {}
-    return {"site": site.domain, "from": period.first.isoformat(),
-            "to": period.last.isoformat(), **zone, **found}
+    first, last = period.bounds()
+    return {"site": site.domain, "from": first, "to": last, **zone, **found}
 
 
 # (from, to, period, the other arguments) of the named tool's call's arguments
@@ -141,6 +144,7 @@ class Arguments:
     input_schema: dict[str, Any]
     read: Read
     refusal: str = ""
+    rolling: bool = False  # `period` may be a rolling window (ROLLING)
 
 
 def schema_arguments(schema: type[Schema]) -> Arguments:
@@ -160,14 +164,13 @@ def schema_arguments(schema: type[Schema]) -> Arguments:
 
 
 def checked_arguments(properties: dict[str, Any], required: list[str],
-                      list_periods: bool = True) -> Arguments:
-    """Arguments described as JSON Schema `properties` (with the period's) and checked in code:
-    an unknown one is refused with the closest valid name; the others reach the query whole.
-    Without `list_periods`, `period` is a string whose values the other tools' schemas list
-    (the catalogue is read before every conversation; resolve_period's refusal names them)."""
+                      list_periods: bool = True, rolling: bool = False) -> Arguments:
+    """Arguments described as JSON Schema `properties` (with the period's, the rolling windows
+    too when `rolling`) and checked in code: an unknown one is refused with the closest valid
+    name; the others reach the query whole. Without `list_periods`, `period` is a string whose
+    values the other tools' schemas list (the catalogue is read before every conversation;
+    resolve_period's refusal names them)."""
     valid = (*properties, *PERIOD_KEYS)
-    period_properties = (PERIOD_PROPERTIES if list_periods
-                         else {**PERIOD_PROPERTIES, "period": {"type": "string"}})
 
     def read(name: str, arguments: dict[str, Any]
              ) -> tuple[date | None, date | None, str | None, dict[str, Any]]:
@@ -178,8 +181,12 @@ def checked_arguments(properties: dict[str, Any], required: list[str],
         return (_date(arguments, "from"), _date(arguments, "to"), arguments.get("period"),
                 arguments)
 
-    return Arguments({"type": "object", "properties": {**properties, **period_properties},
-                      "required": required, "additionalProperties": False}, read)
+    periods = ROLLING_PERIOD_PROPERTIES if rolling else PERIOD_PROPERTIES
+    if not list_periods:
+        periods = {**periods, "period": {"type": "string"}}
+    return Arguments({"type": "object", "properties": {**properties, **periods},
+                      "required": required, "additionalProperties": False}, read,
+                     rolling=rolling)
 
 
 def tool(name: str, title: str, description: str, arguments: Arguments,
@@ -190,7 +197,8 @@ def tool(name: str, title: str, description: str, arguments: Arguments,
     def handler(site: Site, raw: dict[str, Any]) -> ToolOutput:
         try:
             first, last, shorthand, rest = arguments.read(name, raw)
-            period = resolve_period(site.timezone, first, last, shorthand)
+            period = resolve_period(site.timezone, first, last, shorthand,
+                                    rolling=arguments.rolling)
             found = answer_or_tool_error(lambda: run(site, period, rest))
         except ArgumentError as error:
             raise ToolError(arguments.refusal.format(name=name) + str(error)) from None

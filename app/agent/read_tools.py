@@ -23,7 +23,9 @@ FILTERS = {
     "description": "All must hold. Each [op, dimension, [values]], op is, is_not, contains, "
                    "contains_not, matches, matches_not (`*` any run but `/`, `**` any run; "
                    "whole value), optionally ending {\"case_sensitive\": false}; or "
-                   "[\"and\", [filters]], [\"or\", [filters]], [\"not\", filter].",
+                   "[\"and\", [filters]], [\"or\", [filters]], [\"not\", filter]; "
+                   "[\"has_done\"|\"has_not_done\", filter on event:*]: visits with (without) "
+                   "a matching event.",
 }
 
 
@@ -34,7 +36,8 @@ def _run_query(site: Site, period: Period, arguments: dict[str, Any]) -> dict[st
 QUERY = tool(
     "query", "Query",
     "Metrics x dimensions x filters, as Plausible's Stats API v2. A visit is a session with "
-    "a page view in the period, its visit:* values its first page view's. Definitions, goals, "
+    "a page view in the period, its visit:* values its first page view's. Who is on the site "
+    "now: period 5min or 30min (rolling; a visit with any event in it). Definitions, goals, "
     "events and property keys: describe_data.",
     checked_arguments({"metrics": {"type": "array", "minItems": 1, "maxItems": 10,
                  "items": {"type": "string", "enum": list(METRICS)}},
@@ -51,8 +54,10 @@ QUERY = tool(
                   "description": "[[metric or dimension, \"asc\"|\"desc\"]]; default: first "
                                  "metric descending, time ascending."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
-     "offset": {"type": "integer", "minimum": 0, "default": 0}},
-    ["metrics"]),
+     "offset": {"type": "integer", "minimum": 0, "default": 0},
+     "currency": {"type": "string", "description": "ISO 4217, of the money metrics; default "
+                                                   "the period's only one."}},
+    ["metrics"], rolling=True),
     listed_result({"metrics": {"type": "array", "items": {"type": "string"}},
      "dimensions": {"type": "array", "items": {"type": "string"}},
      "results": {"type": "array", "items": {"type": "object", "properties": {
@@ -61,7 +66,7 @@ QUERY = tool(
          "comparison": {"type": "object", "properties": {"metrics": NUMBERS,
                                                          "change": NUMBERS}}},
          "required": ["dimensions", "metrics"]}},
-     "totals": NUMBERS, "total_rows": {"type": "integer"},
+     "totals": NUMBERS, "total_rows": {"type": "integer"}, "currency": {"type": ["string", "null"]},
      "warnings": WARNINGS}),
     _run_query, render_query, names_zone=True)
 
@@ -92,7 +97,7 @@ FUNNEL = tool(
      "window_hours": {"type": "integer", "minimum": 1, "maximum": funnel.MAX_WINDOW_HOURS,
                       "default": funnel.DEFAULT_WINDOW_HOURS,
                       "description": "Visitor unit: hours from its first step-1 event."},
-     "filters": {**FILTERS, "description": "visit:* filters only, as in query."}},
+     "filters": {**FILTERS, "description": "visit:* filters and has_done only, as in query."}},
     ["steps"]),
     listed_result({"unit": {"type": "string"}, "window_hours": {"type": ["integer", "null"]},
      "steps": {"type": "array", "items": {"type": "object", "properties": {
@@ -123,7 +128,8 @@ DESCRIBE = tool(
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
                "default": describe.DEFAULT_VALUES}},
     []),
-    listed_result({"metrics": {"type": "object"}, "dimensions": {"type": "object"}}),
+    listed_result({"metrics": {"type": "object"}, "dimensions": {"type": "object"},
+                   "filters": {"type": "object"}}),
     _run_describe, render_describe, names_zone=True)
 
 READ_TOOLS = [DESCRIBE, QUERY, FUNNEL]

@@ -168,7 +168,8 @@ def render_describe(r: dict[str, Any]) -> str:
              "Custom events: " + _named_list(r, "custom_events", _counted),
              "Property keys: " + _named_list(r, "properties", _carried),
              "Metrics: " + ", ".join(r["metrics"]),
-             "Dimensions: " + ", ".join(r["dimensions"])]
+             "Dimensions: " + ", ".join(r["dimensions"]),
+             "Filters on visits by their events: " + ", ".join(r.get("filters", {}))]
     values = r.get("values")
     if values:
         lines.append(f"Values of {values['dimension']}:")

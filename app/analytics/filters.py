@@ -1,8 +1,15 @@
 """The agent's `filters`: parsed and validated into a tree, compiled into SQL conditions.
 
 A filter list (all must hold) of `[op, dimension, [values...]]` (optionally ending with
-`{"case_sensitive": false}`), `["and", [...]]`, `["or", [...]]` and `["not", filter]`. Names come
-from the vocabulary; values are always bound parameters, never SQL text.
+`{"case_sensitive": false}`), `["and", [...]]`, `["or", [...]]`, `["not", filter]`, and
+`["has_done", filter]` / `["has_not_done", filter]` (vocabulary.FILTER_OPS: a filter on visits,
+by a filter on event:* dimensions). Names come from the vocabulary; values are always bound
+parameters, never SQL text.
+
+has_done reads the events of the period matching its filter once, as a set of session ids the
+visits are looked up in (`IN (subquery)`: PostgreSQL's semi-join, SQLite's ephemeral index): a
+correlated EXISTS would read the events of each visit, and the event table has no index by
+session.
 
 `matches` patterns (`*` any run of characters but `/`, `**` any run, the whole value) become an
 anchored regular expression in the common subset of Python's `re` and PostgreSQL's ARE
@@ -24,11 +31,14 @@ from typing import Any
 from peewee import Case, Expression, fn
 
 from app.analytics.errors import ArgumentError, unknown
-from app.analytics.vocabulary import Dimension, Row, dimension
+from app.analytics.events import event_scope
+from app.analytics.vocabulary import FILTER_OPS, Dimension, Row, dimension
 from app.storage.dialect import all_of, any_of, position, starts_with
+from models import Event
 
 OPS = ("is", "is_not", "contains", "contains_not", "matches", "matches_not")
 LOGIC = ("and", "or", "not")
+DONE_OPS = tuple(FILTER_OPS)
 MAX_CONDITIONS = 100  # leaves of one `filters` argument
 MAX_VALUES = 1000  # values of all its leaves together
 MAX_VALUE_LENGTH = 1000
@@ -36,7 +46,8 @@ MAX_DEPTH = 5
 TOO_MANY = ("`filters` may hold at most {conditions} conditions and {values:,} values in all; "
             "this one has more than {limit:,} {what}.")
 SHAPE = ('a filter is [op, dimension, [values...]] (optionally ending with '
-         '{"case_sensitive": false}), ["and", [filters]], ["or", [filters]] or ["not", filter]')
+         '{"case_sensitive": false}), ["and", [filters]], ["or", [filters]], ["not", filter], '
+         '["has_done", filter] or ["has_not_done", filter]')
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,23 @@ class Logic:
     children: tuple["Node", ...]
 
 
-Node = Leaf | Logic
+# what a has_done node is to the query compiler: a filter on visits
+DONE = Dimension("has_done", FILTER_OPS["has_done"], "visit", lambda row: row.visit.session_id)
+
+
+@dataclass(frozen=True)
+class Done:
+    """`["has_done", inner]` (or has_not_done): the visits with (without) an event of the
+    period matching `inner`, a filter on event:* dimensions. A filter leaf to the compiler (of
+    DONE's kind, visit); `site_id` bound before it compiles (bind_site)."""
+
+    op: str
+    inner: "Node"
+    site_id: int | None = None
+    dimension: Dimension = DONE
+
+
+Node = Leaf | Logic | Done
 Filters = tuple[Node, ...]
 
 
@@ -105,9 +132,25 @@ def _node(item: Any, visit_only: bool, depth: int, tally: _Tally) -> Node:
             raise ArgumentError(f"Invalid filter {_short(item)}: [\"not\", filter] takes one "
                                 "filter.")
         return Logic(op, (_node(item[1], visit_only, depth + 1, tally),))
+    if op in DONE_OPS:
+        return _done(item, depth, tally)
     if op not in OPS:
-        raise unknown("filter operator", op, OPS + LOGIC)
+        raise unknown("filter operator", op, OPS + LOGIC + DONE_OPS)
     return _leaf(item, visit_only, tally)
+
+
+def _done(item: list[Any], depth: int, tally: _Tally) -> Done:
+    op = item[0]
+    if len(item) != 2:
+        raise ArgumentError(f"Invalid filter {_short(item)}: [\"{op}\", filter] takes one "
+                            "filter on event:* dimensions.")
+    inner = _node(item[1], False, depth + 1, tally)
+    for leaf in leaves((inner,)):
+        if isinstance(leaf, Done) or leaf.dimension.kind != "event":
+            raise ArgumentError(f"Invalid filter {_short(item)}: [\"{op}\", filter] takes a "
+                                "filter on event:* dimensions only (event:page, event:goal, "
+                                "...); filter visit:* dimensions beside it.")
+    return Done(op, inner)
 
 
 def _leaf(item: list[Any], visit_only: bool, tally: _Tally) -> Leaf:
@@ -150,11 +193,28 @@ def _short(item: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def leaves(filters: Filters) -> list[Leaf]:
-    found: list[Leaf] = []
+def leaves(filters: Filters) -> list[Leaf | Done]:
+    """The conditions of `filters`: its leaves, and its has_done nodes (whose own filter is
+    theirs, not the query's)."""
+    found: list[Leaf | Done] = []
     for node in filters:
-        found.extend([node] if isinstance(node, Leaf) else leaves(node.children))
+        found.extend(leaves(node.children) if isinstance(node, Logic) else [node])
     return found
+
+
+def bind_site(filters: Filters, site_id: int) -> Filters:
+    """`filters` with their has_done nodes reading the site `site_id`'s events; every other
+    node the same object (conversion_rate's `keep` knows its goal leaf by identity)."""
+
+    def bound(node: Node) -> Node:
+        if isinstance(node, Done):
+            return Done(node.op, node.inner, site_id)
+        if isinstance(node, Logic) and any(not isinstance(leaf, Leaf)
+                                           for leaf in leaves(node.children)):
+            return Logic(node.op, tuple(bound(child) for child in node.children))
+        return node
+
+    return tuple(bound(node) for node in filters)
 
 
 def kinds(filters: Filters) -> set[str]:
@@ -215,14 +275,27 @@ def _positive(leaf: Leaf, value: Any) -> Any:
 
 
 def compile_filters(filters: Filters, row: Row,
-                    keep: Callable[[Leaf], bool] = lambda _leaf: True) -> Expression | None:
+                    keep: Callable[[Any], bool] = lambda _leaf: True) -> Expression | None:
     """The condition on `row` (event and visit columns) that all `filters` hold; leaves for
     which `keep` is false are left out (conversion_rate's denominator drops the goal)."""
     conditions = [c for c in (_compile(node, row, keep) for node in filters) if c is not None]
     return all_of(conditions) if conditions else None
 
 
-def _compile(node: Node, row: Row, keep: Callable[[Leaf], bool]) -> Any:
+def _done_condition(node: Done, row: Row) -> Expression:
+    """The visit `row.visit` has (has not) an event of the period matching `node.inner`."""
+    if node.site_id is None:
+        raise RuntimeError("a has_done filter compiled before bind_site")
+    matching = compile_filters((node.inner,), Row(Event, None, row.period))
+    sessions = Event.select(Event.session_id).where(
+        event_scope(node.site_id, row.period) & Event.session_id.is_null(False) & matching)
+    found = row.visit.session_id.in_(sessions)
+    return found if node.op == "has_done" else ~found
+
+
+def _compile(node: Node, row: Row, keep: Callable[[Any], bool]) -> Any:
+    if isinstance(node, Done):
+        return _done_condition(node, row) if keep(node) else None
     if isinstance(node, Leaf):
         if not keep(node):
             return None

@@ -1,5 +1,6 @@
 """The period a read answers: local days of the site's zone, as tool arguments name them
-(`from`/`to`, `period`, `compare`), and the UTC instants bounding them."""
+(`from`/`to`, `period`, `compare`), and the UTC instants bounding them; or, for `query`, a
+rolling window of minutes ending at the call (ROLLING: who is on the site now)."""
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cached_property
@@ -16,6 +17,8 @@ DEFAULT_DAYS = 30
 # shift stay within the dates Python and both databases hold (years 1 to 9999).
 FIRST_DAY, LAST_DAY = date(2, 1, 1), date(9998, 12, 31)
 PERIODS = ("today", "yesterday", "7d", "28d", "30d", "90d", "this_month", "last_month", "12mo")
+# rolling windows ending at the call, in minutes: `query` alone reads them
+ROLLING = {"5min": 5, "30min": 30}
 
 
 def local_midnight(day: date, zone: ZoneInfo) -> datetime:
@@ -32,18 +35,39 @@ class Period:
     first: date
     last: date
     timezone: str = "UTC"
+    # a rolling window's naive UTC bounds [start, end): then `first` and `last` are the local
+    # days they lie in
+    window: tuple[datetime, datetime] | None = None
 
     @cached_property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
     @property
+    def rolling(self) -> bool:
+        return self.window is not None
+
+    @property
     def start(self) -> datetime:
-        return local_midnight(self.first, self.zone)
+        return self.window[0] if self.window else local_midnight(self.first, self.zone)
 
     @property
     def end(self) -> datetime:
-        return local_midnight(self.last + timedelta(days=1), self.zone)
+        return self.window[1] if self.window else local_midnight(self.last + timedelta(days=1),
+                                                                 self.zone)
+
+    @property
+    def within_a_day(self) -> bool:
+        """Whether the period spans one day at most (time:minute's bound)."""
+        return self.rolling or self.first == self.last
+
+    def bounds(self) -> tuple[str, str]:
+        """`from` and `to` as an answer names them: the local days, or a rolling window's
+        local instants with their offset (2026-12-01T22:25:03+01:00)."""
+        if self.window is None:
+            return self.first.isoformat(), self.last.isoformat()
+        return tuple(local_instant(at, self.zone).isoformat(timespec="seconds")
+                     for at in self.window)  # type: ignore[return-value]
 
     @property
     def days(self) -> int:
@@ -54,6 +78,19 @@ class Period:
 
     def moved(self, first: date, last: date) -> "Period":
         return Period(first, last, self.timezone)
+
+
+def local_instant(instant: datetime, zone: ZoneInfo) -> datetime:
+    """The naive UTC `instant` in `zone`."""
+    return instant.replace(tzinfo=UTC).astimezone(zone)
+
+
+def rolling_window(minutes: int, end: datetime, timezone: str) -> Period:
+    """The `minutes` ending at the naive UTC instant `end`."""
+    start = end - timedelta(minutes=minutes)
+    zone = ZoneInfo(timezone)
+    return Period(local_instant(start, zone).date(), local_instant(end, zone).date(), timezone,
+                  (start, end))
 
 
 def today_in(timezone: str) -> date:
@@ -83,15 +120,23 @@ def shorthand_period(name: str, today: date, timezone: str) -> Period:
 
 
 def resolve_period(timezone: str, first: date | None = None, last: date | None = None,
-                   shorthand: str | None = None, today: date | None = None) -> Period:
+                   shorthand: str | None = None, today: date | None = None,
+                   rolling: bool = False) -> Period:
     """The period a tool call asks for: `from`/`to` (inclusive local days) or `period`,
-    by default the last 30 days ending today in the site's zone."""
+    by default the last 30 days ending today in the site's zone; with `rolling` (`query`) a
+    `period` of ROLLING too, ending now."""
     today = today or today_in(timezone)
     if shorthand is not None:
         if first is not None or last is not None:
             raise ArgumentError("Give either `period` or `from`/`to`, not both.")
+        if rolling and shorthand in ROLLING:
+            return rolling_window(ROLLING[shorthand], datetime.now(UTC).replace(tzinfo=None),
+                                  timezone)
         if shorthand not in PERIODS:
-            raise unknown("period", shorthand, PERIODS)
+            if shorthand in ROLLING:
+                raise ArgumentError(f"Period {shorthand!r} (a rolling window) is for `query`; "
+                                    f"here give one of {', '.join(PERIODS)}.")
+            raise unknown("period", shorthand, (*PERIODS, *ROLLING) if rolling else PERIODS)
         return shorthand_period(shorthand, today, timezone)
     for day, argument in ((first, "from"), (last, "to")):
         _in_range(day, f"`{argument}` is")
@@ -114,7 +159,19 @@ def _in_range(day: date | None, says: str) -> None:
 
 def compare_period(period: Period, compare: Any) -> Period:
     """The period a `compare` argument names: previous_period, year_over_year or
-    {"from", "to"}; its days within FIRST_DAY and LAST_DAY too."""
+    {"from", "to"}; its days within FIRST_DAY and LAST_DAY too. A rolling window compares with
+    the window before it or a year before it."""
+    if period.window is not None:
+        start, end = period.window
+        if compare == "previous_period":
+            return rolling_window(round((end - start).total_seconds() / 60), start,
+                                  period.timezone)
+        if compare == "year_over_year":
+            return rolling_window(round((end - start).total_seconds() / 60),
+                                  datetime.combine(_years_before(end.date(), 1), end.time()),
+                                  period.timezone)
+        raise ArgumentError(f"Invalid compare {compare!r} for a rolling period: give "
+                            "'previous_period' or 'year_over_year'.")
     if compare in ("previous_period", "year_over_year"):
         # a period from FIRST_DAY, of MAX_DAYS at most, moves back no further than year 1
         if compare == "previous_period":

@@ -29,6 +29,7 @@ from models import Event, EventSlot, Site, Visit, VisitPage
 
 # what a visits CTE may compute rather than read
 FIGURES = ("occurred_at", *(figure.column for figure in VISIT_FIGURES))
+VISITOR_TYPE = "visitor_type"  # visit:visitor_type's column, derived (`typed_visits`)
 
 
 def _visit_values(source: Any, columns: set[str]) -> list[Any]:
@@ -101,6 +102,39 @@ def _edges(site: Site, period: Period) -> Edges:
 
 def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visits",
                sessions: Any = None) -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of one row per visit of `period` (`_visits`), with
+    `visitor_type` when `columns` ask for it (`typed_visits`)."""
+    if VISITOR_TYPE not in columns:
+        return _visits(site, period, columns, name, sessions)
+    rest = columns - {VISITOR_TYPE}
+    built, base = _visits(site, period, rest, f"{name}_base", sessions)
+    return typed_visits(site, built, base, ["session_id", "visitor", "w", *sorted(rest)], name)
+
+
+def typed_visits(site: Site, built: list[Any], base: Any, names: list[str], name: str
+           ) -> tuple[list[Any], Any]:
+    """The visits of `base` (its columns `names`) with visit:visitor_type: `new` for the first
+    visit egis holds of its visitor (the visit table's earliest with a page view, ties by
+    session id), in any period, and for a visit without a visitor id; else `returning`. Read
+    from the visit table as it is, so an erased or pruned visit is no first visit."""
+    rank = fn.ROW_NUMBER().over(partition_by=[Visit.visitor],
+                                order_by=[Visit.started_at, Visit.session_id])
+    ranked = (Visit.select(Visit.visitor, Visit.session_id, rank.alias("rank"))
+              .where((Visit.site_id == site.id) & (Visit.pageviews > 0)
+                     & Visit.visitor.is_null(False)).cte(f"{name}_ranked"))
+    firsts = Select([ranked], [ranked.c.visitor, ranked.c.session_id]).where(
+        ranked.c.rank == 1).cte(f"{name}_firsts")
+    b, f = base.c, firsts.c
+    kind = Case(None, [(b.visitor.is_null() | (f.session_id == b.session_id), "new")],
+                "returning")
+    typed = Select([base], [*(getattr(b, column) for column in names),
+                            kind.alias(VISITOR_TYPE)]).join(
+        firsts, JOIN.LEFT_OUTER, on=(f.visitor == b.visitor))
+    return [*built, base, ranked, firsts], typed.cte(name)
+
+
+def _visits(site: Site, period: Period, columns: set[str], name: str,
+            sessions: Any) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
     view in the period): session_id, visitor, w, views, bounced, duration and the visit:*
     `columns`, all from its events in the period (its first page view in the period for the
@@ -110,7 +144,9 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
     list: inlined as a subquery, that derivation nested too deep for SQLite's parser inside a
     funnel's statement. `sessions`, a subquery of session ids, narrows the table's rows to
     those: 20,000 goals' visits are looked up by their key rather than 320,000 visits
-    read and joined."""
+    read and joined. A rolling window's visits are `_active_visits`."""
+    if period.rolling:
+        return _active_visits(site, period, columns, name, sessions)
     inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
               & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
     if sessions is not None:
@@ -124,6 +160,26 @@ def visits_cte(site: Site, period: Period, columns: set[str], name: str = "visit
         f"{name}_edges", columns=names)
     clipped = Select([derived], _visit_values(derived.c, columns))
     return [derived], (whole + clipped).cte(name)
+
+
+def _active_visits(site: Site, period: Period, columns: set[str], name: str,
+                   sessions: Any) -> tuple[list[Any], Any]:
+    """The visits of a rolling window: the sessions with any event in it (a heartbeat too: a
+    reader of one page sends nothing else), each its visit table row (its visit:* values its
+    first page view's, perhaps before the window) timed by its first event in the window. Only
+    the sessions with a page view are visits."""
+    scope = event_scope(site.id, period) & Event.session_id.is_null(False)
+    if sessions is not None:
+        scope &= Event.session_id.in_(sessions)
+    active = (Event.select(Event.session_id.alias("sid"),
+                           fn.MIN(Event.occurred_at).alias("first_at"))
+              .where(scope).group_by(Event.session_id).cte(f"{name}_active"))
+    values = _visit_values(Visit, columns - {"occurred_at"})
+    if "occurred_at" in columns:
+        values.append(active.c.first_at.alias("occurred_at"))
+    rows = (Visit.select(*values).join(active, on=(Visit.session_id == active.c.sid))
+            .where((Visit.site_id == site.id) & (Visit.pageviews > 0)))
+    return [active], rows.cte(name)
 
 
 EDGE_COLUMNS = ("session_id", "visitor", "weight", "started_at", "ended_at", "pageviews",

@@ -61,9 +61,10 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
             "orders": int(row["orders"] or 0), "refund_count": int(row["refunds"] or 0)}
 
 
-def _attributed(site: Site, period: Period) -> Any:
-    """CTEs ending with `chosen`: per payment (`payment`, its id) the visit it is credited to
-    (app/analytics/__init__.py, "Attribution"), with that visit's `source` and `channel`."""
+def attributed(site: Site, period: Period) -> Any:
+    """(the payments CTE, the CTEs, the last: `chosen`): per payment (`payment`, its id) the
+    visit it is credited to (app/analytics/__init__.py, "Attribution"), with that visit's
+    session id (`visit_session`), `source` and `channel`; `choice` 1 is the credited one."""
     payments = _payments(site.id, period)
     p = payments.c
     lookback = period.moved(period.first - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS),
@@ -88,16 +89,16 @@ def _attributed(site: Site, period: Period) -> Any:
     v = visits.c
     named = Select([payments.join(visits, on=(v.session_id == p.session_id))],
                    [p.id.alias("payment"), v.source, v.channel, v.entry_at,
-                    Value(0).alias("priority")])
+                    v.session_id.alias("visit_session"), Value(0).alias("priority")])
     identified = Select(
         [payments.join(user_sessions, on=(us.user_id == p.user_id))
          .join(visits, on=((v.session_id == us.session_id) & (v.entry_at <= p.paid_at)))],
-        [p.id, v.source, v.channel, v.entry_at, Value(1)])
+        [p.id, v.source, v.channel, v.entry_at, v.session_id, Value(1)])
     candidates = (named + identified).cte("candidates")
     c = candidates.c
     choice = fn.ROW_NUMBER().over(partition_by=[c.payment],
                                   order_by=[c.priority, c.entry_at.desc()])
-    chosen = Select([candidates], [c.payment, c.source, c.channel,
+    chosen = Select([candidates], [c.payment, c.source, c.channel, c.visit_session,
                                    choice.alias("choice")]).cte("chosen")
     return payments, [payments, user_sessions, visits, candidates, chosen], chosen
 
@@ -105,7 +106,7 @@ def _attributed(site: Site, period: Period) -> Any:
 def credited(site: Site, period: Period) -> list[dict[str, Any]]:
     """The period's money sums (`_money_columns`) per (currency, source, channel) of the visit
     credited, in one statement; None for the payments no visit is credited with."""
-    payments, ctes, chosen = _attributed(site, period)
+    payments, ctes, chosen = attributed(site, period)
     p, r = payments.c, chosen.c
     return fetch(Select([payments.join(chosen, JOIN.LEFT_OUTER,
                                        on=((r.payment == p.id) & (r.choice == 1)))],

@@ -91,8 +91,21 @@ METRICS = {metric.name: metric for metric in (
                               "`is` filter.", frozenset({"visits"}), None, rate=True),
     Metric("percentage", "A row's visitors as % of all visitors of the query (1 decimal); "
                          "needs a dimension.", frozenset({"visitors"}), None),
+    Metric("total_revenue", "Payments minus refunds of the trusted server events in the period, "
+                            "in major units (exact: 68.99, JPY 500) of one currency "
+                            "(`currency`), each credited to a visit as get_revenue credits it.",
+           frozenset(), None),
+    Metric("orders", "Payments with a positive amount, credited as for total_revenue.",
+           frozenset(), None),
+    Metric("average_revenue", "total_revenue / orders, rounded half up to the currency's "
+                              "digits.", frozenset(), None),
 )}
+# the money metrics: their own statement (app.analytics.query.money), no event:* dimension
+MONEY_METRICS = ("total_revenue", "orders", "average_revenue")
 RATES = frozenset(name for name, metric in METRICS.items() if metric.rate)
+# what a rolling window (period 5min, 30min) answers: a visit there is any session with an
+# event in the window, whose bounces, views and duration lie mostly outside it
+ROLLING_METRICS = ("visitors", "visits", "pageviews", "events", "percentage", "conversion_rate")
 
 
 def figures(sums: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +158,8 @@ def property_key(dimension: str) -> str:
 
 
 def _time(unit: str) -> Dimension:
-    what = {"hour": "hour", "day": "day", "week": "week (its Monday)", "month": "month"}[unit]
+    what = {"minute": "minute (YYYY-MM-DDTHH:MM; a period of one day at most)", "hour": "hour",
+            "day": "day", "week": "week (its Monday)", "month": "month"}[unit]
     return Dimension(f"time:{unit}", f"The local {what} in the site's time zone: an event's "
                                      "own, a visit's first event's in the period.", "time",
                      lambda row: time_bucket(unit, row.event.occurred_at if row.time is None
@@ -194,11 +208,21 @@ DIMENSIONS = {dimension.name: dimension for dimension in (
                        "without one: a referrer from the site itself is no referrer of a "
                        "visit.", "referrer"),
     *(_utm(name) for name in ("source", "medium", "campaign", "content", "term")),
+    _visit("visitor_type", "new when the visit is the first visit egis holds of its visitor "
+                           "(anonymousId), in any period; else returning. A storage-free "
+                           "visitor has a new id each day: its first visit of a day is new."),
     _visit("entry_page", "Path of the visit's first page view."),
     _visit("exit_page", "Path of the visit's last page view."),
-    *(_time(unit) for unit in ("hour", "day", "week", "month")),
+    *(_time(unit) for unit in ("minute", "hour", "day", "week", "month")),
 )}
 PROPS_DEFINITION = "The event's property <key>, as text."
+# the filters on visits by their events (app.analytics.filters compiles them)
+FILTER_OPS = {
+    "has_done": "[\"has_done\", filter]: the visits with at least one event in the period "
+                "matching the filter (on event:* dimensions: a leaf, or and/or/not of leaves), "
+                "with all their events.",
+    "has_not_done": "[\"has_not_done\", filter]: the visits with no such event.",
+}
 DIMENSION_NAMES = (*DIMENSIONS, f"{PROPS}<key>")
 DIRECT = "(direct)"  # visit:source without a referrer (app.context.acquisition's DIRECT_SOURCE)
 
@@ -229,14 +253,15 @@ def describe() -> dict[str, Any]:
     """The vocabulary with its definitions, for describe_data."""
     return {"metrics": {name: m.definition for name, m in METRICS.items()},
             "dimensions": {**{name: d.definition for name, d in DIMENSIONS.items()},
-                           f"{PROPS}<key>": PROPS_DEFINITION}}
+                           f"{PROPS}<key>": PROPS_DEFINITION},
+            "filters": dict(FILTER_OPS)}
 
 
 def definitions_table() -> str:
     """docs/AGENTS.md's table of definitions (Markdown), as the vocabulary states them."""
     found = describe()
     lines = ["| name | definition |", "|---|---|"]
-    for kind in ("metrics", "dimensions"):
+    for kind in ("metrics", "dimensions", "filters"):
         lines += [f"| `{name}` | {text.replace('|', '/')} |"
                   for name, text in found[kind].items()]
     return "\n".join(lines)

@@ -13,8 +13,8 @@ from models import database
 
 SQLITE_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
 SQLITE_REGEXP = "regexp"
-BUCKET_FORMATS = {"hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d", "week": "%Y-%m-%d",
-                  "month": "%Y-%m"}
+BUCKET_FORMATS = {"minute": "%Y-%m-%dT%H:%M", "hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d",
+                  "week": "%Y-%m-%d", "month": "%Y-%m"}
 
 
 def sqlite_regexp(regex: str, value: Any) -> bool:

@@ -19,9 +19,27 @@ function addDays(day, days) {
   return moved.toISOString().slice(0, 10);
 }
 
+// The local minutes from `from` to `to` (inclusive), YYYY-MM-DDTHH:MM: days (the whole of
+// each) or a rolling window's local instants with their offset (2026-12-01T22:25:03+01:00),
+// whose wall clock names the minutes.
+function minutes(from, to, limit) {
+  const first = from.length === 10 ? `${from}T00:00` : from.slice(0, 16);
+  const last = to.length === 10 ? `${to}T23:59` : to.slice(0, 16);
+  const out = [];
+  for (let at = new Date(`${first}:00Z`); out.length < limit; at = new Date(at.getTime() + 60000)) {
+    const key = at.toISOString().slice(0, 16);
+    if (key > last) break;
+    out.push(key);
+  }
+  return out;
+}
+
 // Every bucket of `grain` from `from` to `to` (inclusive), as the query tool names them:
-// YYYY-MM-DD, a week's Monday, YYYY-MM, YYYY-MM-DDTHH:00.
+// YYYY-MM-DD, a week's Monday, YYYY-MM, YYYY-MM-DDTHH:00, YYYY-MM-DDTHH:MM. `from` and `to`
+// are days, or a rolling window's local instants.
 export function buckets(grain, from, to, limit = 2000) {
+  if (grain === 'minute') return minutes(from, to, limit);
+  [from, to] = [from.slice(0, 10), to.slice(0, 10)];
   const out = [];
   if (grain === 'month') {
     let [year, month] = from.split('-').map(Number);

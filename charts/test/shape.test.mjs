@@ -27,6 +27,17 @@ test('buckets name every day, Monday, month and hour of the period as the tool d
   assert.deepEqual([hours[0], hours[23]], ['2026-03-01T00:00', '2026-03-01T23:00']);
 });
 
+test('buckets name the minutes of a rolling window, and of a day', () => {
+  assert.deepEqual(buckets('minute', '2026-12-01T23:57:03+01:00', '2026-12-02T00:02:03+01:00'),
+    ['2026-12-01T23:57', '2026-12-01T23:58', '2026-12-01T23:59', '2026-12-02T00:00',
+      '2026-12-02T00:01', '2026-12-02T00:02']);
+  const day = buckets('minute', '2026-03-01', '2026-03-01');
+  assert.equal(day.length, 24 * 60);
+  assert.deepEqual([day[0], day[day.length - 1]], ['2026-03-01T00:00', '2026-03-01T23:59']);
+  assert.deepEqual(buckets('hour', '2026-12-01T23:57:03+01:00', '2026-12-02T00:02:03+01:00').slice(0, 2),
+    ['2026-12-01T00:00', '2026-12-01T01:00']);
+});
+
 test('a series fills absent buckets: 0 for a count, a gap for a rate', () => {
   const result = {
     from: '2026-03-01', to: '2026-03-03', dimensions: ['time:day'], metrics: ['visitors', 'bounce_rate'],

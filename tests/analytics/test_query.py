@@ -281,13 +281,15 @@ def test_order_limit_offset_and_total_rows(query):
 @pytest.mark.parametrize(("arguments", "sentence"), [
     ({"metrics": ["visit"]}, "Unknown metric 'visit'. Did you mean 'visits'? Valid metrics: "
                              "visitors, visits, pageviews, events, bounce_rate, "
-                             "views_per_visit, visit_duration, conversion_rate, percentage."),
+                             "views_per_visit, visit_duration, conversion_rate, percentage, "
+                             "total_revenue, orders, average_revenue."),
     ({"metrics": ["visits"], "dimensions": ["visit:contry"]},
      "Unknown dimension 'visit:contry'. Did you mean 'visit:country'? Valid dimensions: "
      "event:page, event:hostname, "),
     ({"metrics": ["visits"], "filters": [["contain", "visit:country", ["DE"]]]},
      "Unknown filter operator 'contain'. Did you mean 'contains'? Valid filter operators: is, "
-     "is_not, contains, contains_not, matches, matches_not, and, or, not."),
+     "is_not, contains, contains_not, matches, matches_not, and, or, not, has_done, "
+     "has_not_done."),
     ({"metrics": ["visits"], "filters": [["is", "visit:country", "DE"]]},
      "Invalid filter ['is', 'visit:country', 'DE']: a filter is [op, dimension, "),
     ({"metrics": ["visits"], "filters": [["is", "time:day", ["2026-03-28"]]]},
@@ -303,7 +305,7 @@ def test_order_limit_offset_and_total_rows(query):
      "Unknown order_by name 'visitor'. Did you mean 'visits'? Valid order_by names: visits."),
     ({"metric": ["visits"]}, "Unknown argument 'metric' of query. Did you mean 'metrics'? "
                              "Valid arguments: metrics, dimensions, filters, compare, "
-                             "order_by, limit, offset, from, to, period."),
+                             "order_by, limit, offset, currency, from, to, period."),
     ({"metrics": ["visits"], "period": "30days"}, "Unknown period '30days'. Did you mean "
                                                   "'30d'?"),
     ({"metrics": ["visits"], "compare": "last_year"}, "Invalid compare 'last_year': give "

@@ -5,7 +5,7 @@ import re
 from app.agent.read_tools import QUERY
 from app.agent.tools import TOOLS
 from app.analytics import overview, vocabulary
-from app.analytics.vocabulary import DIMENSION_NAMES, METRICS
+from app.analytics.vocabulary import DIMENSION_NAMES, FILTER_OPS, METRICS
 from tests.fixtures import ROOT
 
 AGENTS = ROOT / "docs" / "AGENTS.md"
@@ -22,7 +22,7 @@ def test_agents_md_states_the_vocabulary_s_definitions():
 
 def test_the_table_has_every_name_once():
     names = re.findall(r"^\| `([^`]+)` \|", vocabulary.definitions_table(), re.M)
-    assert names == [*METRICS, *DIMENSION_NAMES]
+    assert names == [*METRICS, *DIMENSION_NAMES, *FILTER_OPS]
 
 
 def test_the_query_tool_lists_the_vocabulary():
@@ -30,6 +30,7 @@ def test_the_query_tool_lists_the_vocabulary():
     assert properties["metrics"]["items"]["enum"] == list(METRICS)
     described = properties["dimensions"]["description"]
     assert all(name in described for name in DIMENSION_NAMES)
+    assert all(name in properties["filters"]["description"] for name in FILTER_OPS)
 
 
 def test_the_overview_names_query_s_metrics():

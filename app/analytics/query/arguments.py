@@ -5,7 +5,14 @@ from typing import Any
 
 from app.analytics.errors import ArgumentError, unknown
 from app.analytics.filters import Filters, Leaf, parse_filters
-from app.analytics.vocabulary import Dimension, dimension, metric
+from app.analytics.period import Period
+from app.analytics.vocabulary import (
+    MONEY_METRICS,
+    ROLLING_METRICS,
+    Dimension,
+    dimension,
+    metric,
+)
 from app.web.schema import whole_number
 
 MAX_METRICS, MAX_DIMENSIONS = 10, 3
@@ -24,6 +31,7 @@ class Query:
     limit: int = DEFAULT_LIMIT
     offset: int = 0
     compare: Any = None
+    currency: str | None = None  # of the money metrics
 
 
 def _names(raw: Any, argument: str, least: int, most: int) -> list[Any]:
@@ -78,6 +86,7 @@ def parse_query(arguments: dict[str, Any]) -> Query:
     if "percentage" in metrics and not dimensions:
         raise ArgumentError("Metric 'percentage' needs a dimension: add one to `dimensions`.")
     names = [d.name for d in dimensions]
+    currency = _money(metrics, dimensions, arguments.get("currency"))
     if "conversion_rate" in metrics and GOAL not in names and goal_leaf(filters) is None:
         raise ArgumentError("Metric 'conversion_rate' needs 'event:goal' in `dimensions` or "
                             "an [\"is\", \"event:goal\", [...]] filter.")
@@ -85,4 +94,39 @@ def parse_query(arguments: dict[str, Any]) -> Query:
                  tuple(_order_by(arguments.get("order_by"), [*metrics, *names])),
                  _integer(arguments.get("limit"), "limit", 1, MAX_LIMIT, DEFAULT_LIMIT),
                  _integer(arguments.get("offset"), "offset", 0, 10**9, 0),
-                 arguments.get("compare"))
+                 arguments.get("compare"), currency)
+
+
+def _money(metrics: tuple[str, ...], dimensions: tuple[Dimension, ...],
+           currency: Any) -> str | None:
+    """The `currency` of a query of money metrics (MONEY_METRICS), which read no other metric
+    and no event:* dimension."""
+    money = [name for name in metrics if name in MONEY_METRICS]
+    if currency is not None and (not isinstance(currency, str) or not money):
+        raise ArgumentError("`currency` (an ISO 4217 code such as \"EUR\") goes with the money "
+                            f"metrics: {', '.join(MONEY_METRICS)}.")
+    if not money:
+        return None
+    if len(money) != len(metrics):
+        raise ArgumentError(f"The money metrics ({', '.join(MONEY_METRICS)}) go in a query of "
+                            "their own: ask the others in another call.")
+    for d in dimensions:
+        if d.kind == "event":
+            raise ArgumentError(f"Dimension {d.name!r} cannot split money metrics: a payment "
+                                "is credited to a visit; give visit:* or time:* dimensions.")
+    return currency.upper() if currency else None
+
+
+def check_period(query: Query, period: Period) -> None:
+    """What the period allows of the query: a rolling window its metrics (ROLLING_METRICS),
+    time:minute one day at most; an ArgumentError otherwise."""
+    if period.rolling:
+        for name in query.metrics:
+            if name not in ROLLING_METRICS:
+                raise ArgumentError(f"Metric {name!r} is not answered over a rolling period "
+                                    f"(5min, 30min): give {', '.join(ROLLING_METRICS)}, or a "
+                                    "period of days.")
+    if any(d.name == "time:minute" for d in query.dimensions) and not period.within_a_day:
+        raise ArgumentError("Dimension 'time:minute' needs a period of one day at most: "
+                            "period 5min, 30min, today or yesterday, or `from` = `to`; "
+                            "time:hour for longer periods.")

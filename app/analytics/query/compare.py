@@ -1,5 +1,5 @@
 """`compare`: the figures of another period beside each row and the totals, and the change."""
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from app.analytics.period import Period
@@ -9,7 +9,7 @@ from app.analytics.vocabulary import METRICS, RATES
 
 # the metrics a row without figures in the other period has as 0 there (counts), not null
 COUNTS = frozenset(name for name in METRICS if name not in RATES | {
-    "views_per_visit", "visit_duration", "percentage"})
+    "views_per_visit", "visit_duration", "percentage", "average_revenue"})
 
 
 def change(name: str, current: Any, before: Any) -> float | None:
@@ -22,10 +22,14 @@ def change(name: str, current: Any, before: Any) -> float | None:
     return round((current - before) / before * 100, 1) if before else None
 
 
-def shift(value: Any, name: str, days: int, months: int) -> Any:
-    """A comparison period's time bucket moved onto the queried period's, so rows match."""
+def shift(value: Any, name: str, days: int, months: int, by: timedelta | None = None) -> Any:
+    """A comparison period's time bucket moved onto the queried period's, so rows match: by
+    `by` for a rolling window's minutes and hours."""
     if value is None or not name.startswith("time:"):
         return value
+    if by is not None and name in ("time:minute", "time:hour"):
+        moved_at = datetime.fromisoformat(value) + by
+        return moved_at.strftime("%Y-%m-%dT%H:%M" if name == "time:minute" else "%Y-%m-%dT%H:00")
     if name == "time:month":
         year, month = map(int, value.split("-"))
         index = year * 12 + month - 1 + months
@@ -42,8 +46,9 @@ def compared(answer: dict[str, Any], query: Query, period: Period, other: Period
     days = (period.first - other.first).days
     months = (period.first.year - other.first.year) * 12 + period.first.month \
         - other.first.month
+    by = period.start - other.start if period.rolling else None
     names = [d.name for d in query.dimensions]
-    earlier = {tuple(shift(value, name, days, months) for value, name in
+    earlier = {tuple(shift(value, name, days, months, by) for value, name in
                      zip(row["key"], names, strict=True)): row for row in before.rows}
     for result, row in zip(answer["results"], page, strict=True):
         then = earlier.get(row["key"], {})
@@ -51,5 +56,6 @@ def compared(answer: dict[str, Any], query: Query, period: Period, other: Period
         result["comparison"] = {"metrics": values, "change": [
             change(name, now, was) for name, now, was in
             zip(query.metrics, result["metrics"], values, strict=True)]}
-    answer["comparison"] = {"from": other.first.isoformat(), "to": other.last.isoformat(),
+    first, last = other.bounds()
+    answer["comparison"] = {"from": first, "to": last,
                             "totals": [before.totals.get(name) for name in query.metrics]}

@@ -10,7 +10,7 @@ from typing import Any
 from peewee import JOIN, Select
 
 from app.analytics.events import event_scope, is_sampled
-from app.analytics.filters import Filters, Leaf, compile_filters, kinds, leaves
+from app.analytics.filters import Filters, Leaf, bind_site, compile_filters, kinds, leaves
 from app.analytics.period import Period
 from app.analytics.period_rows import visits_cte
 from app.analytics.query.arguments import GOAL, Query
@@ -35,6 +35,7 @@ from models.event import EVENT_TYPES
 def matching_sessions(site: Site, period: Period, filters: Filters) -> Select:
     """The session ids of the visits of `period` whose visit:* values satisfy `filters`
     (visit filters only, as parse_filters(..., visit_only=True) gives)."""
+    filters = bind_site(filters, site.id)
     built, visits = visits_cte(site, period, visit_columns((), filters), "filtered_visits")
     condition = compile_filters(filters, Row(None, visits.c, period))
     query = Select([visits], [visits.c.session_id]).with_cte(*built, visits)
@@ -99,7 +100,7 @@ def choose_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dime
     event_filtered = any(keep(leaf) and leaf.dimension.kind != "visit"
                          for leaf in leaves(filters))
     event_sums_wanted = bool(EVENT_METRICS & set(query.metrics))
-    if page_plan_fits(query, dimensions, keep):
+    if page_plan_fits(query, period, dimensions, keep):
         return page_plan(site, period, query, dimensions, keep)
     if not needs_visits and slot_fits(period, dimensions, filters, keep):
         sums = slot_sums(site, period, dimensions, filters, keep, False).cte("selected")

@@ -6,7 +6,7 @@ from typing import Any
 from peewee import SQL, Value, fn
 
 from app.analytics.events import is_sampled, when
-from app.analytics.filters import Filters, leaves
+from app.analytics.filters import Filters, Leaf, leaves
 from app.analytics.vocabulary import METRICS, VISIT_FIGURES, Dimension
 from app.storage.dialect import wide
 from models import Event
@@ -53,8 +53,9 @@ def needed_sums(metrics: tuple[str, ...]) -> set[str]:
 
 
 def visit_columns(dimensions: tuple[Dimension, ...], filters: Filters) -> set[str]:
-    """The visit table's columns that the visit:* dimensions and filters read."""
-    used = [*dimensions, *(leaf.dimension for leaf in leaves(filters))]
+    """The visit table's columns that the visit:* dimensions and filters read (a has_done
+    filter reads the session id alone)."""
+    used = [*dimensions, *(leaf.dimension for leaf in leaves(filters) if isinstance(leaf, Leaf))]
     return {d.column for d in used if d.kind == "visit"}
 
 

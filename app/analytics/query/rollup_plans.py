@@ -26,14 +26,16 @@ def is_pageviews(node: Any) -> bool:
         and node.values == ("pageview",)
 
 
-def page_plan_fits(query: Query, dimensions: tuple[Dimension, ...], keep: Any) -> bool:
+def page_plan_fits(query: Query, period: Period, dimensions: tuple[Dimension, ...],
+                   keep: Any) -> bool:
     """Whether one row per (visit, page) answers the query: event:page as its dimension or
     filter and nothing else (but a top-level page-views-only filter), and metrics that need
-    no more of the visit than whether it is one, its visitor and its weight."""
+    no more of the visit than whether it is one, its visitor and its weight; not over a
+    rolling window, whose visits are those with any event in it."""
     kept = [node for node in query.filters
             if not is_pageviews(node) and any(keep(leaf) for leaf in leaves((node,)))]
     on_pages = all(leaf.dimension.name == PAGE for leaf in leaves(tuple(kept)))
-    return (set(query.metrics) <= PAGE_METRICS and on_pages
+    return (set(query.metrics) <= PAGE_METRICS and on_pages and not period.rolling
             and all(d.name == PAGE for d in dimensions) and bool(dimensions or kept))
 
 

@@ -8,10 +8,12 @@ summed per row by a second; the other sums need one aggregate per row. When the 
 visits and the database has GROUPING SETS, rows and totals are one pass; otherwise two
 aggregates over the same rows (`grand` 0: a row, 1: the totals), UNION ALL.
 """
+from dataclasses import replace
 from typing import Any
 
 from peewee import SQL, Case, EnclosedNodeList, NodeList, Select, Value, fn
 
+from app.analytics.filters import bind_site
 from app.analytics.period import Period
 from app.analytics.query.arguments import GOAL, Query
 from app.analytics.query.plan import choose_plan
@@ -41,6 +43,7 @@ def statement(site: Site, period: Period, query: Query, dimensions: tuple[Dimens
     SUMS the metrics need, `sampled` and `total_rows`; filter leaves for which `keep` is false
     left out (conversion_rate's denominator)."""
     keep = keep or (lambda _leaf: True)
+    query = replace(query, filters=bind_site(query.filters, site.id))
     plan = choose_plan(site, period, query, dimensions, keep, rows_only)
     keys = keys_of(dimensions)
     needed = needed_sums(query.metrics)
