@@ -92,6 +92,7 @@ BATCHING_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
 # structuredContent arrived in 2025-06-18; older clients read the JSON from a text block.
 STRUCTURED_CONTENT_VERSIONS = frozenset(SERVED_VERSIONS) - BATCHING_VERSIONS
 LIST_CACHE_HINT = {"ttlMs": 3_600_000, "cacheScope": "private"}  # 2026-07-28 cacheable results
+TOP_LEVEL_TITLE_VERSION = "2025-06-18"  # Tool.title; before it, only annotations.title
 
 
 class ToolError(Exception):
@@ -115,11 +116,17 @@ class Tool:
     handler: Callable[[Any, dict[str, Any]], ToolOutput]
     listed: bool = True  # False: callable, not in tools/list (a retired tool's sentence)
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self, version: str) -> dict[str, Any]:
+        """The tool as tools/list shows it to a client of protocol `version`. Every conversation
+        reads the catalogue first, so nothing is said twice: the display title is in
+        annotations only for the revisions before 2025-06-18, which have no top-level title;
+        idempotentHint is left out, the spec giving it a meaning only without readOnlyHint."""
+        annotations: dict[str, Any] = {"readOnlyHint": True, "openWorldHint": False}
+        if version < TOP_LEVEL_TITLE_VERSION:
+            annotations = {"title": self.title, **annotations}
         return {"name": self.name, "title": self.title, "description": self.description,
                 "inputSchema": self.input_schema, "outputSchema": self.output_schema,
-                "annotations": {"title": self.title, "readOnlyHint": True,
-                                "idempotentHint": True, "openWorldHint": False}}
+                "annotations": annotations}
 
 
 @dataclass(frozen=True)
@@ -273,7 +280,8 @@ class McpServer:
                 "protocolVersion": version, "capabilities": self._capabilities(declared),
                 "serverInfo": self.info, "instructions": self.instructions})
         version = era.version or DEFAULT_NEGOTIATED_VERSION
-        handlers = {"ping": lambda: {}, "tools/list": lambda: self._list_tools(era.declared),
+        handlers = {"ping": lambda: {},
+                    "tools/list": lambda: self._list_tools(era.declared, version),
                     "tools/call": lambda: self._call_tool(params, version, context),
                     **self._resource_handlers(era.declared, params)}
         if method not in handlers:
@@ -289,7 +297,7 @@ class McpServer:
         version = verdict.protocol_version
         declared = Declaration(apps=chart_apps.declares_apps(verdict.client_capabilities))
         handlers = {"server/discover": lambda: self._discover(declared),
-                    "tools/list": lambda: self._list_tools(declared),
+                    "tools/list": lambda: self._list_tools(declared, version),
                     "tools/call": lambda: self._call_tool(params, version, context),
                     **self._resource_handlers(declared, params)}
         if method not in handlers:
@@ -314,12 +322,12 @@ class McpServer:
         return {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
                 "capabilities": self._capabilities(declared), "instructions": self.instructions}
 
-    def _list_tools(self, declared: Declaration) -> dict[str, Any]:
+    def _list_tools(self, declared: Declaration, version: str) -> dict[str, Any]:
         """The catalogue; a client that declared the chart apps also sees which tool has one
         (`_meta`, added here by tool name so that the catalogue stays one definition)."""
         listed = []
         for tool in filter(lambda tool: tool.listed, self.tools.values()):
-            listing = tool.listing()
+            listing = tool.listing(version)
             meta = chart_apps.tool_meta(tool.name) if declared.apps else None
             listed.append({**listing, "_meta": meta} if meta else listing)
         return {"tools": listed}

@@ -35,10 +35,10 @@ def _run_query(site: Site, period: Period, arguments: dict[str, Any]) -> dict[st
 
 QUERY = tool(
     "query", "Query",
-    "Metrics x dimensions x filters, as Plausible's Stats API v2. A visit is a session with "
-    "a page view in the period, its visit:* values its first page view's. Who is on the site "
-    "now: period 5min or 30min (rolling; a visit with any event in it). Definitions, goals, "
-    "events and property keys: describe_data.",
+    "Metrics x dimensions x filters, as Plausible's Stats API v2. A visit: a session with a "
+    "page view in the period; its visit:* values are its first page view's. Now: period 5min "
+    "or 30min (rolling; a visit with any event in it). Definitions, goals, events, property "
+    "keys: describe_data.",
     checked_arguments({"metrics": {"type": "array", "minItems": 1, "maxItems": 10,
                  "items": {"type": "string", "enum": list(METRICS)}},
      "dimensions": {"type": "array", "maxItems": 3, "items": {"type": "string"},
@@ -98,7 +98,7 @@ FUNNEL = tool(
                       "default": funnel.DEFAULT_WINDOW_HOURS,
                       "description": "Visitor unit: hours from its first step-1 event."},
      "filters": {**FILTERS, "description": "visit:* filters and has_done only, as in query."}},
-    ["steps"]),
+    ["steps"], list_periods=False),
     listed_result({"unit": {"type": "string"}, "window_hours": {"type": ["integer", "null"]},
      "steps": {"type": "array", "items": {"type": "object", "properties": {
          "label": {"type": "string"}, "count": {"type": "integer"},
@@ -127,7 +127,7 @@ DESCRIBE = tool(
      "search": {"type": "string", "description": "Only values containing this (any case)."},
      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
                "default": describe.DEFAULT_VALUES}},
-    []),
+    [], list_periods=False),
     listed_result({"metrics": {"type": "object"}, "dimensions": {"type": "object"},
                    "filters": {"type": "object"}}),
     _run_describe, render_describe, names_zone=True)

@@ -50,10 +50,10 @@ TOOLS = [
          lambda site, period, a: overview.overview(site, period), render_overview,
          names_zone=False),
     tool("get_revenue", "Revenue",
-         "Trusted server events' revenue per currency (minor units and exact major units: "
-         "gross, refunds, net, orders), and by visit:source and visit:channel of the visit "
-         "each payment is credited to: its sessionId's, else its identifiedUserId's latest "
-         "visit before it (30 days at most); else (unattributed). Never sampled.",
+         "Server events' revenue per currency (minor and exact major units: gross, refunds, "
+         "net, orders), by visit:source and visit:channel of the visit credited: the "
+         "sessionId's, else the identifiedUserId's latest in the 30 days before; else "
+         "(unattributed). Never sampled. By any visit dimension: query's money metrics.",
          schema_arguments(ListArgs), result_schema(RevenueResult),
          lambda site, period, a: revenue.revenue(site, period, a["limit"]), render_revenue,
          names_zone=False),
