@@ -28,6 +28,7 @@ from app.limits import BAD_KEY, count_again, count_against, limited, refuse_if_s
 from app.limits import MCP as MCP_LIMIT
 from app.oauth import grants, public
 from app.openapi import documented
+from app.storage import deadline
 from models.api_key import READ, SERVER
 
 bp = Blueprint("mcp", __name__)
@@ -152,6 +153,7 @@ def _accepts_json() -> bool:
 )
 @agent_credentials
 @limited(MCP_LIMIT)
+@deadline.longer_by("AGENT_QUERY_SECONDS")
 def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "
