@@ -76,11 +76,13 @@ class PostgresPool(PooledPostgresqlDatabase):
                                list(self.session_settings.values()))
 
     def commit(self) -> None:
-        super().commit()
+        with deadline.primary_or_unavailable(self._state.conn):
+            super().commit()
         deadline.raise_if_unreplicated(self._state.conn)
 
     def execute_sql(self, sql: str, params: Any = None) -> Any:
-        cursor = super().execute_sql(sql, params)
+        with deadline.primary_or_unavailable(self._state.conn):
+            cursor = super().execute_sql(sql, params)
         if not self.in_transaction():  # autocommit: the statement's own commit
             deadline.raise_if_unreplicated(self._state.conn)
         return cursor

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any
 
-from peewee import OperationalError
+from peewee import InternalError, OperationalError
 
 DEFAULT_SECONDS = 10.0
 DEADLINE_LEAD_SECONDS = 1.0  # the cancel's head start on the socket's shutdown
@@ -39,8 +39,15 @@ UNREPLICATED = "wait for synchronous replication"  # in PostgreSQL's warning, an
 MESSAGE_DEADLINE = "the request's database deadline passed"
 
 
+READ_ONLY = "25006"  # read_only_sql_transaction: the server is (now) a standby
+
+
 class UnreplicatedCommitError(OperationalError):
     """A COMMIT answered with the warning that its wait for the standby was cancelled."""
+
+
+class NoLongerPrimaryError(OperationalError):
+    """The connection's server refuses writes: it was demoted, or is a standby."""
 
 
 @dataclass(order=True)
@@ -229,3 +236,18 @@ def request_seconds(config: Any, view: Any) -> float:
     seconds = float(config.get("REQUEST_DEADLINE_SECONDS", DEFAULT_SECONDS))
     longer_by = getattr(view, "deadline_longer_by", None)
     return seconds + (float(config[longer_by]) if longer_by else 0.0)
+
+
+@contextlib.contextmanager
+def primary_or_unavailable(connection: Any) -> Iterator[None]:
+    """A server that refuses writes (a demoted leader, a standby that HAProxy or a multi-host
+    URL reached in a failover's first seconds) is unavailable (503), not a bug (500); its
+    connection is closed, so that the pool's next one goes through the write address again."""
+    try:
+        yield
+    except InternalError as error:
+        if getattr(getattr(error, "orig", None), "pgcode", None) != READ_ONLY:
+            raise
+        with contextlib.suppress(Exception):
+            connection.close()
+        raise NoLongerPrimaryError("the database server no longer takes writes") from error
