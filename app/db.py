@@ -45,8 +45,13 @@ class PreparedStatement:
             if getattr(getattr(error, "orig", None), "pgcode", None) != UNDEFINED_STATEMENT:
                 raise
         types = ", ".join(sql_type for _name, sql_type in self.parameters)
-        database.execute_sql(f"PREPARE {self.name}({types}) AS {self.body}")
-        return database.execute_sql(execute, values)
+        # In one transaction: behind a transaction pooler (PgBouncer) that is one server
+        # connection, which may hold the statement already although the EXECUTE's did not.
+        with database.atomic():
+            if database.execute_sql("SELECT 1 FROM pg_prepared_statements WHERE name = %s",
+                                    (self.name,)).fetchone() is None:
+                database.execute_sql(f"PREPARE {self.name}({types}) AS {self.body}")
+            return database.execute_sql(execute, values)
 
 
 class PostgresPool(PooledPostgresqlDatabase):

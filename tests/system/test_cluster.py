@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import BACKEND, IN_REQUEST, LiveServer, SiteKeys, launch_server, stop_server
 from tests.reliability.cluster import migrated_site
+from tests.rollups.helpers import live_tool
 from tests.system.cluster import Node, PatroniCluster, missing_binaries, wait_until
 from tests.tracking.helpers import batch
 
@@ -155,7 +156,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         site = migrated_site(cluster.url)
         server = launch_server(cluster.url, tmp_path_factory.mktemp("cluster"), workers=2,
                                env={**IN_REQUEST,
-                                    "EGIS_REQUEST_DEADLINE_SECONDS": str(DEADLINE)})
+                                    "EGIS_REQUEST_DEADLINE_SECONDS": str(DEADLINE),
+                                    "EGIS_READ_DATABASE_URL": cluster.read_url})
         yield Setup(cluster, server, site)
     finally:
         if server is not None:
@@ -312,3 +314,47 @@ def test_f_etcd_quorum_lost(whole: Setup):
     stored = whole.stored(load.prefix)
     assert set(stored) == set(load.sent)
     assert set(stored.values()) == {(1, 2)}
+
+
+@dataclass
+class Reads:
+    """A thread calling the `query` tool (read on the replica, HAProxy's /replica) in a loop."""
+    url: str
+    site: SiteKeys
+    results: list[tuple[float, str]] = field(default_factory=list)  # (when, "ok" or the error)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                found = live_tool(self.url, self.site.server_key, "query", timeout=60,
+                                  period="7d", metrics=["pageviews"])
+                outcome = "ok" if "structuredContent" in found else repr(found)[:300]
+            except Exception as error:  # any failure is what the test reports
+                outcome = f"{type(error).__name__}: {error}"[:300]
+            self.results.append((time.monotonic(), outcome))
+            time.sleep(0.05)
+
+
+def test_h_replica_reads_through_a_failover_never_fail(whole: Setup):
+    leader = _leader(whole)
+    reads = Reads(whole.server.url, whole.site)
+    reader = threading.Thread(target=reads.run, daemon=True)
+    reader.start()
+    load = whole.load("reads")
+    wait_until(lambda: len(reads.results) >= 3, 30, "the first reads")
+    failed_at = time.monotonic()
+    whole.cluster.kill_node(leader)
+    wait_until(lambda: load.ok_after(failed_at + 1)
+               and any(at > failed_at + 1 for at, _ in reads.results)
+               and (whole.cluster.leader() or leader) is not leader, BACK_WITHIN + 30,
+               "ingest and reads after the failover")
+    time.sleep(2)
+    reads.stopping.set()
+    reader.join(timeout=90)
+    load.stop()
+    whole.cluster.heal()
+    failures = [outcome for _, outcome in reads.results if outcome != "ok"]
+    assert not failures, failures[:5]
+    assert any(at > failed_at for at, _ in reads.results)
+    whole.check(load)
