@@ -8,7 +8,6 @@ key's ttl plus a few seconds. One cluster serves the module; `heal` makes it who
 cases.
 """
 import http.client
-import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from tests.conftest import BACKEND, IN_REQUEST, LiveServer, SiteKeys, launch_ser
 from tests.reliability.cluster import migrated_site
 from tests.rollups.helpers import live_tool
 from tests.system.cluster import Node, PatroniCluster, missing_binaries, wait_until
+from tests.system.load import Load
 from tests.tracking.helpers import batch
 
 MISSING = missing_binaries()
@@ -36,82 +36,6 @@ TTL = 10  # deploy/cluster/patroni.yml's leader key
 DEADLINE = 5  # EGIS_REQUEST_DEADLINE_SECONDS here
 SLACK = 2.0  # a request's own work past the deadline on a loaded 2-core machine
 BACK_WITHIN = TTL + 8  # the longest ingest may answer nothing but 503 after a failure
-
-
-@dataclass
-class Answer:
-    batch_id: str
-    status: int
-    seconds: float
-    at: float  # monotonic, when answered
-    duplicate: bool = False
-
-
-@dataclass
-class Load:
-    """A thread posting 2-event batches through the live server, resending each until a 200."""
-    url: str
-    site: SiteKeys
-    prefix: str
-    answers: list[Answer] = field(default_factory=list)
-    sent: list[str] = field(default_factory=list)
-    stopping: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def start(self) -> "Load":
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        wait_until(lambda: self.ok_after(0), 30, "the load's first 200")
-        return self
-
-    def post(self, body: dict) -> Answer:
-        host, port = self.url.removeprefix("http://").split(":")
-        started = time.monotonic()
-        connection = http.client.HTTPConnection(host, int(port), timeout=DEADLINE + 30)
-        try:
-            connection.request("POST", "/api/events", body=orjson.dumps(body),
-                               headers={"Content-Type": "application/json",
-                                        **self.site.write_headers()})
-            response = connection.getresponse()
-            status, text = response.status, response.read()
-        except OSError:
-            status, text = 0, b"{}"
-        finally:
-            connection.close()
-        duplicate = status == 200 and bool(orjson.loads(text).get("duplicate"))
-        return Answer(body["id"], status, time.monotonic() - started, time.monotonic(),
-                      duplicate)
-
-    def send_until_stored(self, body: dict) -> Answer:
-        while True:
-            answer = self.post(body)
-            self.answers.append(answer)
-            if answer.status == 200:
-                return answer
-            time.sleep(0.1)
-
-    def _run(self) -> None:
-        number = 0
-        while not self.stopping.is_set():
-            number += 1
-            body = batch(2, id=f"{self.prefix}-{number}")
-            self.sent.append(body["id"])
-            self.send_until_stored(body)
-            time.sleep(0.01)
-
-    def ok_after(self, moment: float) -> bool:
-        return any(a.status == 200 and a.at > moment for a in self.answers)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if self.thread is not None:
-            self.thread.join(timeout=DEADLINE + 60)
-            assert not self.thread.is_alive(), "the load did not end"
-
-    def longest_outage(self) -> float:
-        """The longest time between two 200 answers."""
-        oks = [a.at for a in self.answers if a.status == 200]
-        return max((b - a for a, b in itertools.pairwise(oks)), default=0.0)
 
 
 @dataclass
@@ -133,7 +57,7 @@ class Setup:
             connection.close()
 
     def load(self, prefix: str) -> Load:
-        return Load(self.server.url, self.site, prefix).start()
+        return Load(self.server.url, self.site, prefix, DEADLINE + 30).start()
 
     def check(self, load: Load) -> None:
         """The contract under a failure, once the load has stopped and the cluster healed."""
