@@ -173,12 +173,30 @@ def without_database(view: Any) -> Any:
     return view
 
 
+def reads_without_primary(view: Any) -> Any:
+    """Mark a view whose reads go on when the primary cannot be reached (a failover's seconds),
+    on the read replica: its connection to the primary is then left unopened."""
+    view.reads_without_primary = True
+    return view
+
+
+def primary_unavailable() -> bool:
+    """Whether this request found the primary unreachable (a `reads_without_primary` view's)."""
+    return bool(g.get("primary_unavailable"))
+
+
 def _open_connection() -> None:
     view = current_app.view_functions.get(request.endpoint or "")
     if request.method == "OPTIONS" or view is None or getattr(view, "without_database", False):
         return
     g.database_due = monotonic() + deadline.request_seconds(current_app.config, view)
-    database.connect(reuse_if_open=True)
+    try:
+        database.connect(reuse_if_open=True)
+    except OperationalError:
+        if not getattr(view, "reads_without_primary", False) or read_database() is None:
+            raise
+        g.primary_unavailable = True
+        return
     if is_postgres():
         g.database_watch = deadline.watch(database.connection(), g.database_due)
 

@@ -23,6 +23,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.auth import authenticate, presented_key
 from app.bodies import raw_body
+from app.db import reads_without_primary
 from app.errors import MESSAGES, ApiError, render
 from app.limits import BAD_KEY, count_again, count_against, limited, refuse_if_spent
 from app.limits import MCP as MCP_LIMIT
@@ -154,6 +155,7 @@ def _accepts_json() -> bool:
 @agent_credentials
 @limited(MCP_LIMIT)
 @deadline.longer_by("AGENT_QUERY_SECONDS")
+@reads_without_primary
 def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "

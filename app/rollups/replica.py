@@ -120,6 +120,21 @@ def _gave_up(error: BaseException) -> str | None:
     return None
 
 
+def configured() -> bool:
+    return read_database() is not None
+
+
+def read_without_primary(run: Callable[[], T]) -> T:
+    """`run()` on the replica, unchecked: the primary cannot be reached to say how far it is
+    (a failover's seconds); the caller's answer says it may miss the latest events."""
+    replica = read_database()
+    assert replica is not None
+    with replica.connection_context(), database.reading_from(replica):
+        found = run()
+    READ_REPLICA_READS.inc()
+    return found
+
+
 def read(run: Callable[[], T]) -> T:
     """`run()` (a whole read: its transaction and statements) on the replica when there is one
     and it has caught up with the primary, else on the primary."""
@@ -128,7 +143,10 @@ def read(run: Callable[[], T]) -> T:
         return run()
     if _health.resting():  # found down lately: not asked again before DOWN_RETRY_SECONDS
         return _on_primary(run, DOWN, "")
-    position = _primary_position()
+    try:
+        position = _primary_position()
+    except (OperationalError, InterfaceError):
+        return read_without_primary(run)  # the primary went away in the call; the replica may
     reason, detail = DOWN, ""
     checked = False
     try:
