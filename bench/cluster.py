@@ -9,12 +9,13 @@ the cluster's causes under a steady load that resends until a 200.
 The cluster is the cluster tests' (tests/system/cluster.py, from deploy/cluster/: 3 etcd
 members, Patroni with ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode, HAProxy on
 /primary); the single PostgreSQL is one initdb of the benchmark's own (synchronous_commit on,
-no standby). Both on this machine's loopback with the same gunicorn (--workers sync workers,
-EGIS_GROUP_COMMIT on): --clients threads post 5-event batches on keep-alive connections for
---duration seconds, the two targets in an order rotated per run; the rate is the events the
-database holds at the end over the time. Then, per --outage-runs, each failure once: a single
-client posting 2-event batches (tests/system/load.py), the failure caused, the load stopped
-when ingest is back, the cluster healed. Every process is the benchmark's own, stopped by PID.
+no standby). Both on this machine's loopback with the same gunicorn (deploy/gunicorn.conf.py,
+--workers workers, rate limits out of reach): --clients threads post 5-event batches on keep-
+alive connections for --duration seconds, the two targets in an order rotated per run; the rate
+is the events the database holds at the end over the time. Then, per --outage-runs, each
+failure once: a single client posting 2-event batches (tests/system/load.py), the failure
+caused, the load stopped when ingest is back, the cluster healed. Every process is the
+benchmark's own, stopped by PID.
 """
 import argparse
 import http.client
@@ -32,11 +33,14 @@ import psycopg2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import IN_REQUEST, launch_server, stop_server  # noqa: E402
+from tests.conftest import launch_server, stop_server  # noqa: E402
 from tests.reliability.cluster import Cluster, migrated_site  # noqa: E402
 from tests.system.cluster import PatroniCluster, wait_until  # noqa: E402
 from tests.system.load import Load  # noqa: E402
 from tests.tracking.helpers import batch  # noqa: E402
+
+# Limits out of reach: one key posting as fast as the clients can would hit EGIS_RATE_LIMIT_KEY.
+UNLIMITED = {"EGIS_RATE_LIMIT_KEY": "10000000/minute", "EGIS_RATE_LIMIT_IP": "10000000/minute"}
 
 
 def stored_events(url: str) -> int:
@@ -79,7 +83,8 @@ def post_for(port: int, headers: dict[str, str], seconds: float, clients: int) -
 def ingest_rate(url: str, args: argparse.Namespace, scratch: Path) -> float:
     """Events stored per second through a server of its own on `url` (migrated, one site)."""
     site = migrated_site(url)
-    server = launch_server(url, scratch, workers=args.workers, env=IN_REQUEST)
+    server = launch_server(url, scratch, workers=args.workers, env=UNLIMITED,
+                           deploy_config=True)
     try:
         port = int(server.url.rsplit(":", 1)[1])
         post_for(port, site.write_headers(), 1, args.clients)  # warm: connections, statements
@@ -150,8 +155,9 @@ def outages(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path) ->
     url = cluster.admin_url("bench_outage")
     site = migrated_site(url)
     server = launch_server(url, scratch, workers=args.workers,
-                           env={**IN_REQUEST,
-                                "EGIS_REQUEST_DEADLINE_SECONDS": str(args.deadline)})
+                           env={**UNLIMITED,
+                                "EGIS_REQUEST_DEADLINE_SECONDS": str(args.deadline)},
+                           deploy_config=True)
     found: dict[str, list[tuple[float, int, float]]] = {}
     try:
         for run in range(args.outage_runs):
