@@ -46,6 +46,10 @@ class UnreplicatedCommitError(OperationalError):
     """A COMMIT answered with the warning that its wait for the standby was cancelled."""
 
 
+class DeadlinePassedError(OperationalError):
+    """The request's deadline passed while it waited for another thread's commit."""
+
+
 class NoLongerPrimaryError(OperationalError):
     """The connection's server refuses writes: it was demoted, or is a standby."""
 
@@ -251,3 +255,12 @@ def primary_or_unavailable(connection: Any) -> Iterator[None]:
         with contextlib.suppress(Exception):
             connection.close()
         raise NoLongerPrimaryError("the database server no longer takes writes") from error
+
+
+def seconds_left() -> float | None:
+    """What is left of this request's deadline, None outside a request (or without one)."""
+    from flask import g, has_request_context
+
+    if not has_request_context() or "database_due" not in g:
+        return None
+    return g.database_due - monotonic()
