@@ -182,7 +182,7 @@ def reads_without_primary(view: Any) -> Any:
 
 def primary_unavailable() -> bool:
     """Whether this request found the primary unreachable (a `reads_without_primary` view's)."""
-    return bool(g.get("primary_unavailable"))
+    return has_request_context() and bool(g.get("primary_unavailable"))
 
 
 def _open_connection() -> None:
