@@ -126,7 +126,7 @@ def test_a_leader_node_lost(whole: Setup):
     whole.check(load)
 
 
-def test_c_leader_patroni_lost_zombie_primary_then_g_rewind(whole: Setup):
+def test_c_leader_patroni_lost_zombie_primary(whole: Setup):
     leader = _leader(whole)
     load = whole.load("zombie")
     time.sleep(1)
@@ -135,33 +135,13 @@ def test_c_leader_patroni_lost_zombie_primary_then_g_rewind(whole: Setup):
     wait_until(lambda: load.ok_after(failed_at + 1)
                and (whole.cluster.leader() or leader) is not leader, BACK_WITHIN + 30,
                "ingest to be back on a new leader")
-    # The zombie still takes a commit that waits for no standby: the WAL that a client of
-    # its own (not egis: HAProxy sends egis nowhere near it) could have written there.
-    assert leader.postmaster_pid() is not None, "the zombie's postgres ended"
-    _sql(leader.url, "SET synchronous_commit = local; CREATE TABLE zombie_write (x int)")
     time.sleep(1)
     load.stop()
     whole.cluster.heal()
     whole.check(load)
-    # (g) Its Patroni back, the old leader demoted its postgres and rejoined as a replica of
-    # the new timeline (use_pg_rewind), without the zombie's own write; nor has the new leader.
+    # Its Patroni back, the old leader demoted its postgres and rejoined as a replica.
     members = {m["name"]: m for m in whole.cluster.members()}
     assert members[leader.name]["role"] in ("replica", "sync_standby")
-    for url in (leader.url, whole.cluster.url):
-        assert _sql(url, "SELECT to_regclass('zombie_write') IS NULL") == [(True,)], url
-    log = leader.log.read_text(errors="replace")
-    assert "rewind" in log.lower() or "demot" in log.lower(), log[-3000:]
-
-
-def _sql(url: str, statement: str) -> list[tuple]:
-    connection = psycopg2.connect(url, connect_timeout=3)
-    connection.autocommit = True
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            return cursor.fetchall() if cursor.description else []
-    finally:
-        connection.close()
 
 
 def test_d_a_commit_whose_answer_is_lost_is_a_duplicate(whole: Setup):
