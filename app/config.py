@@ -47,6 +47,12 @@ DEFAULTS: dict[str, Any] = {
     # How long a worker trusts its cached view of a site's month usage before re-reading it.
     "USAGE_CACHE_SECONDS": 5,
     "DB_MAX_CONNECTIONS": 8,
+    # PostgreSQL: the longest a request waits for the database in all, a COMMIT waiting for a
+    # synchronous standby included; past it the connection is closed and the answer is a 503
+    # (app.storage.deadline). The agent's tool calls get EGIS_AGENT_QUERY_SECONDS more.
+    "REQUEST_DEADLINE_SECONDS": 10.0,
+    # A tool call's statement limit (app.agent.catalogue).
+    "AGENT_QUERY_SECONDS": 20.0,
     # PostgreSQL: a transaction of egis's left idle this long ends its session (app.storage.db).
     "DB_IDLE_TRANSACTION_SECONDS": 30.0,
     # How often a worker writes its counts of what was not stored (app.runtime.tally); 0: at once.

@@ -22,6 +22,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app.access.auth import require_credentials
 from app.oauth import public
 from app.oauth.tokens import ACCESS_TOKENS
+from app.storage import deadline
+from app.storage.db import reads_without_primary
 from app.web.bodies import raw_body
 from app.web.errors import MESSAGES, ApiError, render
 from app.web.limits import MCP as MCP_LIMIT
@@ -117,6 +119,8 @@ def _accepts_json() -> bool:
 )
 @require_credentials((SERVER, READ), ACCESS_TOKENS)
 @limited(MCP_LIMIT)
+@deadline.longer_by("AGENT_QUERY_SECONDS")
+@reads_without_primary
 def mcp_endpoint() -> Response:
     if not _accepts_json():
         raise ApiError(406, "This endpoint answers application/json: accept it "

@@ -6,7 +6,9 @@ figures from the same events, never held up by another session. Its steps, in or
    carries a warning (STALE) rather than wait: an idle transaction elsewhere must not stall
    every answer.
 2. Replica or primary: the read replica once it has replayed past that merge, else the primary
-   (app.storage.replica).
+   (app.storage.replica). When the primary cannot be reached (a failover's seconds: connecting,
+   merging or asking its WAL position), the replica unchecked, with a warning (PRIMARY_AWAY)
+   instead of a 503.
 3. One snapshot: one read-only transaction (app.storage.dialect.read_transaction), whose event
    scans stop at the mark it reads in that snapshot (app.rollups.mark.counting_merged): events
    committed after the merge count in no figure, not in page views while missing in visits.
@@ -23,16 +25,20 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from flask import current_app
+from peewee import InterfaceError, OperationalError
 
 from app.rollups.mark import counting_merged
 from app.rollups.merging import merge
 from app.runtime.metrics import ROLLUP_WAIT_TIMEOUTS
 from app.storage import replica
+from app.storage.db import primary_unavailable
 from app.storage.dialect import export_snapshot, read_transaction, reads_in_parallel
 from models import database
 
 T = TypeVar("T")
 
+PRIMARY_AWAY = ("The primary database cannot be reached (a failover): this answer is read on a "
+                "replica, and may miss the events stored in the last few seconds.")
 STALE = ("Events stored in the last few seconds may be missing: a transaction writing to the "
          "event table was still open after {seconds:g} s, so this answer counts the events "
          "merged before it.")
@@ -43,15 +49,29 @@ def answer(run: Callable[[], T], timeout_seconds: float | None) -> tuple[T, list
     carry."""
     wait_seconds = float(current_app.config["ROLLUP_WAIT_SECONDS"])
     warnings = []
-    if not merge(wait_seconds):  # 1
-        ROLLUP_WAIT_TIMEOUTS.inc()
-        warnings.append(STALE.format(seconds=wait_seconds))
 
     def in_one_snapshot() -> T:
         with reading(timeout_seconds):  # 3, 4
             return run()  # 5
 
+    try:  # 1, unless the primary is known to be away (a failover's seconds)
+        merged = not primary_unavailable() and merge(wait_seconds)
+    except (OperationalError, InterfaceError):
+        merged = False
+        if not replica.configured():
+            raise
+    if primary_unavailable() or (not merged and _primary_gone()):
+        # 2 without the primary: on the replica, unchecked, and the answer says so
+        return replica.read_without_primary(in_one_snapshot), [PRIMARY_AWAY]
+    if not merged:
+        ROLLUP_WAIT_TIMEOUTS.inc()
+        warnings.append(STALE.format(seconds=wait_seconds))
     return replica.read(in_one_snapshot), warnings  # 2: run on the replica or the primary
+
+
+def _primary_gone() -> bool:
+    """Whether the primary just failed this request (its connection closed under it)."""
+    return replica.configured() and (database.is_closed() or database.connection().closed != 0)
 
 
 @dataclass(frozen=True)

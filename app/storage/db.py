@@ -2,15 +2,17 @@
 and the read replica's pool, when EGIS_READ_DATABASE_URL names one."""
 import os
 from dataclasses import dataclass
-from typing import Any
+from time import monotonic
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app, g, has_request_context, request
 from peewee import Database, OperationalError, PostgresqlDatabase, ProgrammingError
 from playhouse.db_url import connect as connect_url
 from playhouse.db_url import register_database
 from playhouse.pool import PooledPostgresqlDatabase
 
+from app.storage import deadline
 from models import database
 
 UNDEFINED_STATEMENT = "26000"  # PostgreSQL's invalid_sql_statement_name
@@ -43,8 +45,13 @@ class PreparedStatement:
             if getattr(getattr(error, "orig", None), "pgcode", None) != UNDEFINED_STATEMENT:
                 raise
         types = ", ".join(sql_type for _name, sql_type in self.parameters)
-        database.execute_sql(f"PREPARE {self.name}({types}) AS {self.body}")
-        return database.execute_sql(execute, values)
+        # In one transaction: behind a transaction pooler (PgBouncer) that is one server
+        # connection, which may hold the statement already although the EXECUTE's did not.
+        with database.atomic():
+            if database.execute_sql("SELECT 1 FROM pg_prepared_statements WHERE name = %s",
+                                    (self.name,)).fetchone() is None:
+                database.execute_sql(f"PREPARE {self.name}({types}) AS {self.body}")
+            return database.execute_sql(execute, values)
 
 
 class PostgresPool(PooledPostgresqlDatabase):
@@ -56,8 +63,34 @@ class PostgresPool(PooledPostgresqlDatabase):
     it when it comes back, so the following requests get fresh connections.
     """
 
+    session_settings: ClassVar[dict[str, str]] = {}  # SET after connecting (make_database)
+
     def _is_closed(self, conn: Any) -> bool:
         return bool(conn.closed) or self._adapter.txn_status(conn) == self._adapter.txn_unknown
+
+    def _initialize_connection(self, conn: Any) -> None:
+        # SET, not startup `options`: PgBouncer refuses those (deploy/SCALING.md, "PgBouncer").
+        # Part of connecting, so bounded like it: a server that accepted the connection and
+        # froze must not hold the request past connect_timeout.
+        if self.session_settings:
+            seconds = float(self.connect_params.get("connect_timeout", 3))
+            if has_request_context() and "database_due" in g:  # within the request's too
+                seconds = min(seconds, g.database_due - monotonic())
+            with deadline.watching(conn, seconds), conn.cursor() as cursor:
+                cursor.execute("".join(f"SET {name} = %s;" for name in self.session_settings),
+                               list(self.session_settings.values()))
+
+    def commit(self) -> None:
+        with deadline.primary_or_unavailable(self._state.conn):
+            super().commit()
+        deadline.raise_if_unreplicated(self._state.conn)
+
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        with deadline.primary_or_unavailable(self._state.conn):
+            cursor = super().execute_sql(sql, params)
+        if not self.in_transaction():  # autocommit: the statement's own commit
+            deadline.raise_if_unreplicated(self._state.conn)
+        return cursor
 
 
 register_database(PostgresPool, "egis+postgres")
@@ -77,8 +110,9 @@ def make_database(url: str, max_connections: int = 8, idle_transaction_seconds: 
     `concurrently`): so the value must exceed EGIS_AGENT_QUERY_SECONDS (20 s)."""
     scheme, _, rest = url.partition("://")
     if scheme in ("postgres", "postgresql"):
+        _refuse_netloc_hosts(url)
         idle = max(1, int(idle_transaction_seconds * 1000))
-        return connect_url(
+        pool = connect_url(
             f"egis+postgres://{rest}",
             autoconnect=False,
             field_types=_JSON_TYPES["postgresql"],
@@ -88,10 +122,11 @@ def make_database(url: str, max_connections: int = 8, idle_transaction_seconds: 
             connect_timeout=connect_timeout,
             # A database that stops answering must not hold a worker until gunicorn kills it.
             keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
-            options=(f"-c statement_timeout={STATEMENT_MILLISECONDS} "
-                     f"-c idle_in_transaction_session_timeout={idle}"),
             **_without_gssapi_probe(url),
         )
+        pool.session_settings = {"statement_timeout": str(STATEMENT_MILLISECONDS),
+                                 "idle_in_transaction_session_timeout": str(idle)}
+        return pool
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
         if path and path != ":memory:":
@@ -104,6 +139,16 @@ def make_database(url: str, max_connections: int = 8, idle_transaction_seconds: 
                      "foreign_keys": 1},
         )
     raise ValueError(f"DATABASE_URL must be postgresql://... or sqlite:///...; got {scheme!r}")
+
+
+def _refuse_netloc_hosts(url: str) -> None:
+    """Stop at start, with one sentence, on a multi-host URL in libpq's netloc form, which
+    Peewee's URL parser cannot read (it would fail with a ValueError on the port)."""
+    if "," in urlsplit(url).netloc:
+        raise SystemExit(
+            "A database URL with several hosts must name them in its query, as in "
+            "postgresql://user@/egis?host=h1,h2,h3&port=5432,5432,5432"
+            "&target_session_attrs=read-write, not as h1:p1,h2:p2 before the path.")
 
 
 def _without_gssapi_probe(url: str) -> dict[str, str]:
@@ -128,14 +173,38 @@ def without_database(view: Any) -> Any:
     return view
 
 
+def reads_without_primary(view: Any) -> Any:
+    """Mark a view whose reads go on when the primary cannot be reached (a failover's seconds),
+    on the read replica: its connection to the primary is then left unopened."""
+    view.reads_without_primary = True
+    return view
+
+
+def primary_unavailable() -> bool:
+    """Whether this request found the primary unreachable (a `reads_without_primary` view's)."""
+    return has_request_context() and bool(g.get("primary_unavailable"))
+
+
 def _open_connection() -> None:
     view = current_app.view_functions.get(request.endpoint or "")
     if request.method == "OPTIONS" or view is None or getattr(view, "without_database", False):
         return
-    database.connect(reuse_if_open=True)
+    g.database_due = monotonic() + deadline.request_seconds(current_app.config, view)
+    try:
+        database.connect(reuse_if_open=True)
+    except OperationalError:
+        if not getattr(view, "reads_without_primary", False) or read_database() is None:
+            raise
+        g.primary_unavailable = True
+        return
+    if is_postgres():
+        g.database_watch = deadline.watch(database.connection(), g.database_due)
 
 
 def _close_connection(_exc: BaseException | None) -> None:
+    watch = g.pop("database_watch", None)
+    if watch is not None and deadline.release(watch) and not database.is_closed():
+        database.connection().close()  # cancelled or cut: never handed to another request
     if not database.is_closed():
         database.close()
 

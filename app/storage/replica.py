@@ -64,25 +64,36 @@ def _wait_seconds() -> float:
 def replay_state(replica: Database, wait_seconds: float) -> str:
     """OK once `replica` has replayed past the primary's WAL position as of now, LAGGING when
     it has not within `wait_seconds`, DOWN when it cannot be asked or is no standby."""
-    position = database.execute_sql("SELECT pg_current_wal_lsn()").fetchone()[0]  # primary's
-    deadline = monotonic() + wait_seconds
-    pause = FIRST_POLL_SECONDS
+    position = _primary_position()
     try:
         with replica.connection_context():
-            while True:
-                replayed = replica.execute_sql("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
-                                               (position,)).fetchone()[0]
-                if replayed is None:  # not in recovery: a primary of its own, never caught up
-                    return DOWN
-                if replayed:
-                    return OK
-                left = deadline - monotonic()
-                if left <= 0:
-                    return LAGGING
-                sleep(min(pause, left))
-                pause = min(pause * 2, LAST_POLL_SECONDS)
+            return _replayed(replica, position, wait_seconds)
     except (OperationalError, InterfaceError):
         return DOWN
+
+
+def _primary_position() -> str:
+    return database.execute_sql("SELECT pg_current_wal_lsn()").fetchone()[0]
+
+
+def _replayed(replica: Database, position: str, wait_seconds: float) -> str:
+    """OK, LAGGING or DOWN for the replica's connection open in this thread: the one the
+    read that follows uses. Behind one address of several replicas (HAProxy's /replica), a
+    check on one connection says nothing of a read on another."""
+    deadline = monotonic() + wait_seconds
+    pause = FIRST_POLL_SECONDS
+    while True:
+        replayed = replica.execute_sql("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
+                                       (position,)).fetchone()[0]
+        if replayed is None:  # not in recovery: a primary of its own, never caught up
+            return DOWN
+        if replayed:
+            return OK
+        left = deadline - monotonic()
+        if left <= 0:
+            return LAGGING
+        sleep(min(pause, left))
+        pause = min(pause * 2, LAST_POLL_SECONDS)
 
 
 def state() -> str | None:
@@ -109,6 +120,21 @@ def _gave_up(error: BaseException) -> str | None:
     return None
 
 
+def configured() -> bool:
+    return read_database() is not None
+
+
+def read_without_primary(run: Callable[[], T]) -> T:
+    """`run()` on the replica, unchecked: the primary cannot be reached to say how far it is
+    (a failover's seconds); the caller's answer says it may miss the latest events."""
+    replica = read_database()
+    assert replica is not None
+    with replica.connection_context(), database.reading_from(replica):
+        found = run()
+    READ_REPLICA_READS.inc()
+    return found
+
+
 def read(run: Callable[[], T]) -> T:
     """`run()` (a whole read: its transaction and statements) on the replica when there is one
     and it has caught up with the primary, else on the primary."""
@@ -117,12 +143,24 @@ def read(run: Callable[[], T]) -> T:
         return run()
     if _health.resting():  # found down lately: not asked again before DOWN_RETRY_SECONDS
         return _on_primary(run, DOWN, "")
-    reason = replay_state(replica, _wait_seconds())
-    if reason == OK:
-        try:
-            with replica.connection_context(), database.reading_from(replica):
-                found = run()
-        except (OperationalError, InterfaceError) as error:
+    try:
+        position = _primary_position()
+    except (OperationalError, InterfaceError):
+        return read_without_primary(run)  # the primary went away in the call; the replica may
+    reason, detail = DOWN, ""
+    checked = False
+    try:
+        with replica.connection_context():  # the check and the read: one connection
+            reason = _replayed(replica, position, _wait_seconds())
+            checked = True
+            if reason == OK:
+                with database.reading_from(replica):
+                    found = run()
+                _health.note(OK)
+                READ_REPLICA_READS.inc()
+                return found
+    except (OperationalError, InterfaceError) as error:
+        if checked:
             reason = _gave_up(error)
             if reason is None:
                 raise
@@ -133,11 +171,7 @@ def read(run: Callable[[], T]) -> T:
                 reason = CONFLICT
             detail = _first_line([*_chain(error)][-1])
         else:
-            _health.note(OK)
-            READ_REPLICA_READS.inc()
-            return found
-    else:
-        detail = ""
+            reason = DOWN
     _health.note(reason)
     return _on_primary(run, reason, detail)
 

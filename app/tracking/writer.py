@@ -15,6 +15,7 @@ be started after gunicorn forks, and a worker without traffic has nothing runnin
 import threading
 from collections.abc import Callable
 
+from app.storage import deadline
 from app.tracking.store import BatchRows, Outcome
 
 StoreGroup = Callable[[list[BatchRows]], list[Outcome]]
@@ -49,7 +50,7 @@ class GroupWriter:
         with self._changed:
             self._queue.append(pending)
             while self._committing and not pending.done:
-                self._changed.wait()
+                self._wait_within_deadline(pending)
             if not pending.done:
                 group, self._queue, self._committing = self._queue, [], True
         if not pending.done:
@@ -57,6 +58,22 @@ class GroupWriter:
         if isinstance(pending.result, BaseException):
             raise pending.result
         return pending.result
+
+    def _wait_within_deadline(self, pending: _Pending) -> None:
+        """Wait for the commit in progress, at most until the request's deadline
+        (EGIS_REQUEST_DEADLINE_SECONDS): a commit stuck on the database must not hold the
+        requests queued behind it longer than their own. Past it the request answers 503; its
+        batch, if a commit took it already, may still be stored, and a resend is a duplicate."""
+        left = deadline.seconds_left()
+        if left is None:
+            self._changed.wait()
+            return
+        if left <= 0 or not self._changed.wait(left):
+            if pending.done:
+                return
+            if pending in self._queue:  # no commit took it: it is never stored
+                self._queue.remove(pending)
+            raise deadline.DeadlinePassedError(deadline.MESSAGE_DEADLINE)
 
     def _commit(self, group: list[_Pending]) -> None:
         results: list[Outcome | BaseException]

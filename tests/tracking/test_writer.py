@@ -182,3 +182,45 @@ def test_null_columns_are_sent_as_absent_and_stored_as_null(app, std_site, group
     assert [(event["name"], event["properties"], event["page_title"], event["referrer"],
              event["utm_source"], event["path"], event["user_id"]) for event in stored] == [
         ("signup", {"plan": None, "seats": 0}, None, None, None, "/p", None)] * group
+
+
+def test_a_request_queued_behind_a_stuck_commit_gives_up_at_its_deadline(app, std_site):
+    """A commit stuck on the database (a standby that does not answer) holds the requests
+    queued behind it at most until their own deadline: theirs is a DeadlinePassedError (503),
+    and a batch no commit took is never stored; one the stuck commit carries is stored once."""
+    from flask import g
+
+    from app.storage.deadline import DeadlinePassedError
+
+    site_id = std_site.site.id
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck_then_store(group: list[store.BatchRows]) -> list[store.Outcome]:
+        if not started.is_set():
+            started.set()
+            release.wait(timeout=30)
+        return store.store_group(group)
+
+    writer = GroupWriter(stuck_then_store)
+    first: list[store.Outcome] = []
+
+    def lead() -> None:
+        with app.app_context(), database.connection_context():
+            first.append(writer.store(store_rows(site_id, "stuck")))
+
+    leader = threading.Thread(target=lead)
+    leader.start()
+    assert started.wait(timeout=10)
+    with app.test_request_context(), database.connection_context():
+        g.database_due = time.monotonic() + 0.5
+        began = time.monotonic()
+        with pytest.raises(DeadlinePassedError):
+            writer.store(store_rows(site_id, "queued"))
+        assert time.monotonic() - began < 3
+    release.set()
+    leader.join(timeout=30)
+    assert first and first[0].stored
+    with db(app):
+        assert store.first_count(site_id, "stuck") == 2
+        assert store.first_count(site_id, "queued") == 0  # no batch row
