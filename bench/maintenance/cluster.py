@@ -6,14 +6,14 @@ the cluster's causes under a steady load that resends until a 200.
     python -m bench.maintenance.cluster [--runs 3] [--duration 10] [--clients 8] [--workers 2]
                                         [--outage-runs 3] [--deadline 5]
 
-The cluster is the cluster tests' (tests/system/cluster.py, from deploy/cluster/: 3 etcd
+The cluster is the cluster tests' (tests/fixtures/patroni.py, from deploy/cluster/: 3 etcd
 members, Patroni with ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode, HAProxy on
 /primary); the single PostgreSQL is one initdb of the benchmark's own (synchronous_commit on,
 no standby). Both on this machine's loopback with the same gunicorn (deploy/gunicorn.conf.py,
 --workers workers, rate limits out of reach): --clients threads post 5-event batches on keep-
 alive connections for --duration seconds, the two targets in an order rotated per run; the rate
 is the events the database holds at the end over the time. Then, per --outage-runs, each
-failure once: a single client posting 2-event batches (tests/system/load.py), the failure
+failure once: a single client posting 2-event batches (tests/fixtures/load.py), the failure
 caused, the load stopped when ingest is back, the cluster healed. Every process is the
 benchmark's own, stopped by PID.
 """
@@ -30,11 +30,11 @@ import orjson
 import psycopg2
 
 from bench.harness.database import stored_events
-from tests.conftest import launch_server, stop_server
-from tests.reliability.cluster import Cluster, migrated_site
-from tests.system.cluster import PatroniCluster, wait_until
-from tests.system.load import Load
-from tests.tracking.helpers import batch
+from tests.fixtures.cluster import Cluster, migrated_site
+from tests.fixtures.load import Load
+from tests.fixtures.patroni import PatroniCluster, wait_until
+from tests.fixtures.servers import launch_server, stop_server
+from tests.fixtures.tracking import batch
 
 # Limits out of reach: one key posting as fast as the clients can would hit EGIS_RATE_LIMIT_KEY.
 UNLIMITED = {"EGIS_RATE_LIMIT_KEY": "10000000/minute", "EGIS_RATE_LIMIT_IP": "10000000/minute"}

@@ -1,4 +1,4 @@
-"""egis on a PostgreSQL cluster kept available by Patroni (tests/system/cluster.py: 3 etcd
+"""egis on a PostgreSQL cluster kept available by Patroni (tests/fixtures/patroni.py: 3 etcd
 members, 3 nodes in synchronous_mode, HAProxy's write address on /primary), under a steady
 ingest load through a live server: a thread posts batches and resends any that is not answered
 200 (same batch id) until it is. For each failure of the leader's, the sync standby's or
@@ -17,12 +17,13 @@ import orjson
 import psycopg2
 import pytest
 
-from tests.conftest import BACKEND, IN_REQUEST, LiveServer, SiteKeys, launch_server, stop_server
-from tests.reliability.cluster import migrated_site
-from tests.rollups.helpers import live_tool
-from tests.system.cluster import Node, PatroniCluster, missing_binaries, wait_until
-from tests.system.load import Load
-from tests.tracking.helpers import batch
+from tests.fixtures.cluster import migrated_site
+from tests.fixtures.database import BACKEND, SiteKeys
+from tests.fixtures.load import Load
+from tests.fixtures.patroni import Node, PatroniCluster, missing_binaries, wait_until
+from tests.fixtures.rollups import live_tool
+from tests.fixtures.servers import IN_REQUEST, LiveServer, launch_server, stop_server
+from tests.fixtures.tracking import batch
 
 MISSING = missing_binaries()
 pytestmark = [

@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.storage.db import STATEMENT_MILLISECONDS, make_database
-from tests.conftest import BACKEND, PG_ADMIN_URL, ROOT, free_port
+from tests.fixtures import ROOT
+from tests.fixtures.database import BACKEND, PG_ADMIN_URL
+from tests.fixtures.servers import free_port
 
 pytestmark = pytest.mark.skipif(BACKEND == "sqlite", reason="PostgreSQL URLs")
 

@@ -14,9 +14,10 @@ import orjson
 import psycopg2
 import pytest
 
-from tests.conftest import BACKEND, IN_REQUEST, LiveServer, SiteKeys, launch_server, stop_server
-from tests.reliability.cluster import Cluster, migrated_site
-from tests.tracking.helpers import batch, post_live
+from tests.fixtures.cluster import Cluster, migrated_site
+from tests.fixtures.database import BACKEND, SiteKeys
+from tests.fixtures.servers import IN_REQUEST, LiveServer, launch_server, stop_server
+from tests.fixtures.tracking import batch, post_live
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     BACKEND == "sqlite", reason="the deadline watches PostgreSQL connections")]

@@ -17,11 +17,12 @@ import psycopg2
 import pytest
 
 from app.storage.db import make_database
-from tests.conftest import BACKEND, IN_REQUEST, SiteKeys, free_port, launch_server, stop_server
-from tests.helpers import race
-from tests.reliability.cluster import Cluster, migrated_site
-from tests.system.cluster import render, wait_until
-from tests.tracking.helpers import batch, post_live
+from tests.fixtures.cluster import Cluster, migrated_site
+from tests.fixtures.database import BACKEND, SiteKeys
+from tests.fixtures.helpers import race
+from tests.fixtures.patroni import render, wait_until
+from tests.fixtures.servers import IN_REQUEST, free_port, launch_server, stop_server
+from tests.fixtures.tracking import batch, post_live
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 pytestmark = [
