@@ -1,16 +1,12 @@
 """retention and paths through the official MCP Python SDK client against a real server (two
 gunicorn workers), on tests/analytics/journeys.py's nine weeks (figures worked out there); the
 client validates each structured result against the tool's outputSchema."""
-from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from models import database
 from tests.fixtures.journeys import place, today, week_start
+from tests.fixtures.mcp import sdk_calls
 
 pytestmark = pytest.mark.slow
 
@@ -25,22 +21,12 @@ def server(app, std_site, start_server):
 
 def test_retention_and_paths_through_the_sdk_client(server):
     url, key = server
-    answers: dict[str, Any] = {}
     nine_weeks = {"from": week_start(8), "to": today().isoformat()}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(url, http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            for name, tool, arguments in (
-                    ("retention", "retention", {}),
-                    ("paths", "paths", {**nine_weeks, "start": {"page": "/pricing"}}),
-                    ("bad", "paths", {"start": {"page": "/"}, "end": {"goal": "Signup"}})):
-                answers[name] = await session.call_tool(tool, arguments)
-
-    anyio.run(main)
+    answers = sdk_calls(url, key, {
+        "retention": ("retention", {}),
+        "paths": ("paths", {**nine_weeks, "start": {"page": "/pricing"}}),
+        "bad": ("paths", {"start": {"page": "/"}, "end": {"goal": "Signup"}}),
+    })
     retention = answers["retention"]
     assert retention.is_error is False, retention.content
     assert [row["visitors"] for row in retention.structured_content["cohorts"]] == [

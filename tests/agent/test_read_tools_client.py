@@ -1,14 +1,10 @@
 """describe_data, query and funnel through the official MCP Python SDK client against a real
 server, on tests/analytics/test_query.py's hand-built site (figures worked out there)."""
-from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.fixtures.helpers import site_with_events
+from tests.fixtures.mcp import sdk_calls
 from tests.fixtures.query import PERIOD, dataset
 
 pytestmark = pytest.mark.slow
@@ -23,26 +19,15 @@ def server(app, make_site, start_server):
 
 def test_the_read_tools_through_the_sdk_client(server):
     url, key = server
-    answers: dict[str, Any] = {}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(url, http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            for name, arguments in (
-                    ("query", {"metrics": ["visitors", "visits"],
-                               "dimensions": ["visit:country"],
-                               "filters": [["is_not", "visit:device", ["Tablet"]]]}),
-                    ("funnel", {"steps": [{"page": "/"}, {"page": "/pricing"},
-                                          {"goal": "Signup"}]}),
-                    ("describe_data", {"dimension": "visit:source"}),
-                    ("bad", {"metrics": ["visit"]})):
-                tool = "query" if name == "bad" else name
-                answers[name] = await session.call_tool(tool, {**PERIOD, **arguments})
-
-    anyio.run(main)
+    answers = sdk_calls(url, key, {
+        name: ("query" if name == "bad" else name, {**PERIOD, **arguments})
+        for name, arguments in (
+            ("query", {"metrics": ["visitors", "visits"], "dimensions": ["visit:country"],
+                       "filters": [["is_not", "visit:device", ["Tablet"]]]}),
+            ("funnel", {"steps": [{"page": "/"}, {"page": "/pricing"}, {"goal": "Signup"}]}),
+            ("describe_data", {"dimension": "visit:source"}),
+            ("bad", {"metrics": ["visit"]}))
+    })
     query = answers["query"]
     assert query.is_error is False, query.content
     # S4 (Tablet, no country) left out: DE S1, S2, S5 (visitors A, D); FR S3 (B, w2)

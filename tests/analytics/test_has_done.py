@@ -12,11 +12,9 @@ Funnel / then /pricing: s1 and s3 view /, s1 then /pricing: 2, 1; among visits w
 """
 from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+
+from tests.fixtures.mcp import sdk_calls
 
 SAW_PRICING = ["has_done", ["is", "event:page", ["/pricing"]]]
 NO_PRICING = ["has_not_done", ["is", "event:page", ["/pricing"]]]
@@ -93,18 +91,9 @@ def test_refusals_after_their_valid_variants(shop, ask):
 @pytest.mark.slow
 def test_has_done_through_the_sdk_client(shop, start_server):
     live = start_server(workers=1)
-    answers: dict[str, Any] = {}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {shop.server_key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(f"{live.url}/api/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            answers["pages"] = await session.call_tool("query", {
-                **shop.period, "metrics": ["pageviews"], "dimensions": ["event:page"],
-                "filters": [SAW_PRICING]})
-
-    anyio.run(main)
+    answers = sdk_calls(f"{live.url}/api/mcp", shop.server_key, {
+        "pages": ("query", {**shop.period, "metrics": ["pageviews"],
+                            "dimensions": ["event:page"], "filters": [SAW_PRICING]}),
+    })
     assert answers["pages"].is_error is False, answers["pages"].content
     assert rows(answers["pages"].structured_content) == [("/pricing", 2), ("/", 1)]

@@ -12,6 +12,8 @@ News): then the period holds three and `currency` must pick one.
 import orjson
 import pytest
 
+from tests.fixtures.mcp import sdk_calls
+
 
 def rows(found):
     return [(*row["dimensions"], *row["metrics"]) for row in found["results"]]
@@ -97,23 +99,11 @@ def test_by_time_by_visitor_type_and_compared(ask):
 
 @pytest.mark.slow
 def test_money_through_the_sdk_client(shop, start_server):
-    import anyio
-    import httpx2
-    from mcp.client import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
     live = start_server(workers=1)
-    answers = {}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {shop.server_key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(f"{live.url}/api/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            answers["money"] = await session.call_tool("query", {
-                **shop.period, "metrics": METRICS, "dimensions": ["visit:channel"]})
-
-    anyio.run(main)
+    answers = sdk_calls(f"{live.url}/api/mcp", shop.server_key, {
+        "money": ("query", {**shop.period, "metrics": METRICS,
+                            "dimensions": ["visit:channel"]}),
+    })
     money = answers["money"]
     assert money.is_error is False, money.content
     assert rows(money.structured_content) == [

@@ -21,14 +21,11 @@ in the window: b1 at T-1200, a1 at T-580.
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from app.analytics.vocabulary import ROLLING_METRICS
 from models import Site, database
+from tests.fixtures.mcp import sdk_calls
 from tests.fixtures.tracking import CHROME_UA, batch, event, now_ms, post_json
 
 DOMAIN = "now.example"
@@ -160,21 +157,10 @@ def test_who_is_on_the_site_now_through_the_sdk_client(app, make_site, start_ser
     site_keys = make_site(DOMAIN, "standard")
     live = start_server(workers=1)
     ingest(app, app.test_client(), site_keys)  # after the start: the call follows at once
-    answers: dict[str, Any] = {}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization":
-                                               f"Bearer {site_keys.server_key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(f"{live.url}/api/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            answers["now"] = await session.call_tool(
-                "query", {"period": "5min", "metrics": ["visitors", "visits", "events"]})
-            answers["bad"] = await session.call_tool(
-                "query", {"period": "5min", "metrics": ["visit_duration"]})
-
-    anyio.run(main)
+    answers = sdk_calls(f"{live.url}/api/mcp", site_keys.server_key, {
+        "now": ("query", {"period": "5min", "metrics": ["visitors", "visits", "events"]}),
+        "bad": ("query", {"period": "5min", "metrics": ["visit_duration"]}),
+    })
     assert answers["now"].is_error is False, answers["now"].content
     assert answers["now"].structured_content["totals"] == [1, 1, 6]
     assert answers["bad"].is_error is True

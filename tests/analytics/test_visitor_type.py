@@ -15,14 +15,11 @@ visitors R, N = 2; visitors 3 (R, N, S-1127). On 2026-11-20: r1, new. After R is
 from datetime import datetime
 from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from app.retention import erase
 from tests.fixtures.helpers import db, site_with_events, tool_result
+from tests.fixtures.mcp import sdk_calls
 from tests.fixtures.query import ev
 
 DAY = {"from": "2026-11-27", "to": "2026-11-27"}
@@ -103,18 +100,10 @@ def test_refusal_after_its_valid_variant(site):
 @pytest.mark.slow
 def test_through_the_sdk_client(site, start_server):
     live = start_server(workers=1)
-    answers: dict[str, Any] = {}
-
-    async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {site.server_key}"},
-                                      timeout=30) as http, \
-                streamable_http_client(f"{live.url}/api/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            answers["split"] = await session.call_tool("query", {
-                **DAY, "metrics": ["visits"], "dimensions": ["visit:visitor_type"]})
-
-    anyio.run(main)
+    answers = sdk_calls(f"{live.url}/api/mcp", site.server_key, {
+        "split": ("query", {**DAY, "metrics": ["visits"],
+                            "dimensions": ["visit:visitor_type"]}),
+    })
     assert answers["split"].is_error is False, answers["split"].content
     assert rows(answers["split"].structured_content) == [("new", 3), ("returning", 2)]
 
