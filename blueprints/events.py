@@ -14,13 +14,13 @@ from app.web.openapi import documented
 from app.web.schema import (
     BEFORE_ITS_BATCH,
     MAX_EPOCH_MS,
-    NUL_ESCAPE,
     FastLoader,
     Flag,
     JSONObject,
     Number,
     OpaqueId,
     Text,
+    holds_nul,
 )
 from models.event import EVENT_TYPES
 
@@ -119,6 +119,6 @@ LOADER = FastLoader(BatchSchema, _extra_rules_hold)
 def post_events():
     body = raw_body()
     # NUL in any string: let marshmallow find and name the field.
-    batch = LOADER.load(json_object(body), fast=NUL_ESCAPE not in body)
+    batch = LOADER.load(json_object(body), fast=not holds_nul(body))
     return ingest_events(g.site, batch).body()
 

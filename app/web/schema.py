@@ -11,6 +11,7 @@ which accepts it or names the offending field. The compiled check is never loose
 tests/tracking/test_validation_paths.py holds the two to that.
 """
 import math
+import re
 from collections.abc import Callable
 from datetime import UTC
 from decimal import Decimal
@@ -39,6 +40,14 @@ BEFORE_ITS_BATCH = (f"More than {MAX_EVENT_AGE_DAYS} days before the batch's tim
                     f"{_ARRIVES_TOO_LATE}")
 TOO_LONG_AGO = f"More than {MAX_EVENT_AGE_DAYS} days ago: {_ARRIVES_TOO_LATE}"
 NUL_ESCAPE = b"\\u0000"  # how NUL appears in JSON text
+# ...unless its backslash is itself escaped: `\\u0000` is the six characters \u0000, no NUL.
+_NUL_IN_JSON = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def holds_nul(json_text: bytes) -> bool:
+    """Whether JSON text writes a NUL character: its escape after an even number of
+    backslashes. The substring test first, so that text without one costs a search in C."""
+    return NUL_ESCAPE in json_text and _NUL_IN_JSON.search(json_text) is not None
 
 
 class Text(fields.String):
@@ -118,7 +127,7 @@ class JSONObject(fields.Dict):
             return JSONObject.TOO_DEEP
         if len(encoded) > MAX_PROPERTIES_BYTES:
             return f"Too large: at most {MAX_PROPERTIES_BYTES} bytes as JSON, got {len(encoded)}."
-        if NUL_ESCAPE in encoded:
+        if holds_nul(encoded):
             return "NUL characters are not allowed."
         # Counting brackets (in C) bounds the depth; walk the value only when it might be deep.
         if (encoded.count(b"{") + encoded.count(b"[") > MAX_JSON_DEPTH

@@ -13,9 +13,10 @@ from app.web.schema import (
     FastLoader,
     JSONObject,
     StrictInteger,
+    holds_nul,
     nesting_exceeds,
 )
-from tests.fixtures.tracking import deep_value
+from tests.fixtures.tracking import batch, deep_value, event, post_json, stored_events
 
 INT64_MAX = 2**63 - 1
 NOT_AN_INTEGER = "Not a valid integer (a whole JSON number such as 1999 is required)."
@@ -116,3 +117,23 @@ def test_nesting_exceeds():
     assert not nesting_exceeds(deep_value(5000), 5000)  # iterative: no RecursionError
     assert nesting_exceeds(deep_value(5000), 4999)
 
+
+
+@pytest.mark.parametrize(("text", "holds"), [
+    ("a\x00b", True), ("\\\x00", True), ("\\\\\x00", True),  # a NUL after 0, 1, 2 backslashes
+    ("C:\\u0000", False), ("\\\\u0000", False), ("plain", False)])  # the text \u0000: no NUL
+def test_a_nul_is_its_escape_after_an_even_number_of_backslashes(text, holds):
+    assert holds_nul(orjson.dumps({"value": text})) is holds
+
+
+def test_the_text_backslash_u0000_is_stored_and_a_nul_refused(app, client, std_site):
+    literal = event("custom", name="path", properties={"file": "C:\\u0000.txt"})
+    stored = post_json(client, "/api/events", batch([literal]), std_site.write_headers())
+    assert stored.status_code == 200, stored.get_json()
+    assert stored_events(app)[0].properties == {"file": "C:\\u0000.txt"}
+    refused = post_json(client, "/api/events",
+                        batch([event("custom", name="path", properties={"file": "C:\x00"})]),
+                        std_site.write_headers())
+    assert refused.status_code == 400
+    assert "NUL" in refused.get_json()["error"]
+    assert len(stored_events(app)) == 1
