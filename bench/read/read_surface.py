@@ -2,7 +2,7 @@
 
     python -m bench.read.read_surface [--database egis_bench_read_10m | --sqlite FILE]
                                       [--tree DIR | --ref REF] [--repeat 3] [--explain N]
-                                      [--timezone ZONE] [--output FILE]
+                                      [--timezone ZONE] [--output FILE] [--live-minutes 30]
 
 Reads a database that bench.harness.seed seeded (PostgreSQL: `--events 10000000 --days 90
 --database egis_bench_read_10m`; SQLite: `--events 1000000 --days 90 --sqlite FILE`). The code
@@ -11,7 +11,8 @@ exports that commit of this repository (`git archive`) and runs it, so another b
 are measured without touching its worktree. The run first upgrades the database with that code
 (`upgrade_schema`, as `flask db upgrade`: a later migration, the site time zone, lands on a
 database seeded before it), gives the site --timezone if the schema has one, and issues a server
-key.
+key. Then it stores the site's last --live-minutes minutes of traffic (bench.harness.live: a
+seeded database's traffic ends with its seeding, and `period` 5min / 30min end at the call).
 
 Each call of MIX (the last 30 days: the tools' default) is a JSON-RPC `tools/call` POSTed to
 /api/mcp through Flask's test client with that key, so the route, the protocol layer, the
@@ -90,6 +91,16 @@ MIX: list[tuple[str, str, dict[str, Any]]] = [
     ("paths after a popular page", "paths", {"start": {"page": "/pricing"}}),
     ("paths from the entry", "paths", {}),
     ("paths before a goal", "paths", {"end": {"goal": "signup"}}),
+    # who is on the site now (bench.harness.live tops up the last 30 minutes first), new or
+    # returning, what visitors who saw a page did, money by campaign
+    ("5min visitors", "query", q(["visitors"], period="5min")),
+    ("30min by minute", "query", q(["visitors", "pageviews"], ["time:minute"], period="30min")),
+    ("visits by visitor type", "query", q(["visitors", "visits"], ["visit:visitor_type"])),
+    ("pages of visits that saw /pricing", "query", q(
+        ["visitors", "pageviews"], ["event:page"], filters=[
+            ["has_done", ["is", "event:page", ["/pricing"]]]], limit=10)),
+    ("revenue by campaign", "query", q(["total_revenue", "orders", "average_revenue"],
+                                       ["visit:utm_campaign"], currency="USD", limit=10)),
     ("describe", "describe_data", {}),
     ("describe sources", "describe_data", {"dimension": "visit:source", "limit": 20}),
     ("overview (kept)", "get_overview", {}),
@@ -275,6 +286,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--explain", type=int, default=0, metavar="N",
                         help="EXPLAIN the slowest statement of the N slowest calls")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
+    parser.add_argument("--live-minutes", type=int, default=30, metavar="N",
+                        help="first store the last N minutes of traffic (0: none)")
     return parser.parse_args()
 
 
@@ -290,6 +303,11 @@ def main() -> None:
     url = f"sqlite:///{Path(args.sqlite).resolve()}" if args.sqlite else database_url(
         args.database)
     caller = Caller(url, args.timezone)
+    if args.live_minutes:
+        from bench.harness.live import top_up
+
+        print(f"stored {top_up(caller.app, url, args.live_minutes):,} events of the last "
+              f"{args.live_minutes} minutes (bench.harness.live)", flush=True)
     noop, measured = measure(caller, args.repeat)
     backend = f"SQLite ({args.sqlite})" if args.sqlite else f"PostgreSQL ({args.database})"
     text = report(backend, commit, noop, measured)
