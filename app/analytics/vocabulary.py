@@ -128,13 +128,15 @@ def visit_figure_sql(visit: Any) -> dict[str, Any]:
 class Row:
     """Where a dimension's SQL reads: the selected event, and the visits CTE's columns; or,
     reading the rollups in the events' place, their page (`page`, for event:page) and time
-    (`time`, for time:*) columns."""
+    (`time`, for time:*) columns, and `sessions`: given a has_done node's inner filter, the
+    session ids the rollups find for it, or None where the events must be read."""
 
     event: Any
     visit: Any
     period: Period
     page: Any = None
     time: Any = None
+    sessions: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)

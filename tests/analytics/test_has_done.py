@@ -35,6 +35,21 @@ def test_other_pages_of_the_visits_that_saw_pricing(ask):
                filters=[SAW_PRICING])["totals"] == [2, 2, 5]
 
 
+def test_the_page_rollup_and_the_events_answer_alike(ask):
+    # visitors and page views by page read the visits' page rows, and a has_done on pages their
+    # sessions; bounce_rate needs the visits, so that answer reads the events: the same figures
+    for done in (SAW_PRICING, NO_PRICING, ["has_done", ["matches", "event:page", ["/blog/**"]]],
+                 ["has_done", ["is", "event:goal", ["Signup"]]]):
+        rolled = rows(ask("query", metrics=["visitors", "pageviews"], dimensions=["event:page"],
+                          filters=[done]))
+        read = rows(ask("query", metrics=["visitors", "pageviews", "bounce_rate"],
+                        dimensions=["event:page"], filters=[done]))
+        assert rolled and rolled == [row[:3] for row in read]
+    # the visits with a Signup goal: s1 (/ and /pricing)
+    assert rows(ask("query", metrics=["pageviews"], dimensions=["event:page"], filters=[
+        ["has_done", ["is", "event:goal", ["Signup"]]]])) == [("/", 1), ("/pricing", 1)]
+
+
 def test_the_visits_that_did_not(ask):
     found = ask("query", metrics=["pageviews"], dimensions=["event:page"], filters=[NO_PRICING])
     assert rows(found) == [("/docs", 2), ("/", 1), ("/blog/a", 1)]

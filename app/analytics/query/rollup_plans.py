@@ -2,12 +2,13 @@
 (models.VisitPage) for page breakdowns and filters, and the quarter-hour counts
 (models.EventSlot) for event counts by time and type."""
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 from peewee import SQL, Select, Value, fn
 
 from app.analytics.events import is_sampled, when
-from app.analytics.filters import Filters, Leaf, compile_filters, leaves
+from app.analytics.filters import Done, Filters, Leaf, compile_filters, leaves
 from app.analytics.period import Period
 from app.analytics.period_rows import pages_cte, slot_rows, slots_cover
 from app.analytics.query.arguments import PAGE, TYPE, Query
@@ -29,12 +30,14 @@ def is_pageviews(node: Any) -> bool:
 def page_plan_fits(query: Query, period: Period, dimensions: tuple[Dimension, ...],
                    keep: Any) -> bool:
     """Whether one row per (visit, page) answers the query: event:page as its dimension or
-    filter and nothing else (but a top-level page-views-only filter), and metrics that need
-    no more of the visit than whether it is one, its visitor and its weight; not over a
-    rolling window, whose visits are those with any event in it."""
+    filter and nothing else (but a top-level page-views-only filter, and has_done, which
+    selects visits by their session id), and metrics that need no more of the visit than
+    whether it is one, its visitor and its weight; not over a rolling window, whose visits are
+    those with any event in it."""
     kept = [node for node in query.filters
             if not is_pageviews(node) and any(keep(leaf) for leaf in leaves((node,)))]
-    on_pages = all(leaf.dimension.name == PAGE for leaf in leaves(tuple(kept)))
+    on_pages = all(isinstance(leaf, Done) or leaf.dimension.name == PAGE
+                   for leaf in leaves(tuple(kept)))
     return (set(query.metrics) <= PAGE_METRICS and on_pages and not period.rolling
             and all(d.name == PAGE for d in dimensions) and bool(dimensions or kept))
 
@@ -45,7 +48,20 @@ def page_plan(site: Site, period: Period, query: Query, dimensions: tuple[Dimens
     already, one per (page, session); without a dimension, summed per session."""
     built, pages = pages_cte(site, period)
     c = pages.c
-    row = Row(None, None, period, page=fn.NULLIF(c.page, NO_PAGE))
+    page_row = Row(None, None, period, page=fn.NULLIF(c.page, NO_PAGE))
+
+    def sessions(inner: Any) -> Select | None:
+        """has_done on pages alone: the visits that have a page row matching it (0.03 s where
+        the period's events took 0.29, SQLite 1 M)."""
+        if not all(isinstance(leaf, Leaf) and leaf.dimension.name == PAGE
+                   for leaf in leaves((inner,))):
+            return None
+        return Select([pages], [c.vid]).where(c.vid.is_null(False)
+                                              & compile_filters((inner,), page_row))
+
+    # has_done's session ids are looked up as the visits' (`vid`: a session that is no visit
+    # of the period is in no has_done or has_not_done selection, as on the event plan)
+    row = replace(page_row, visit=SimpleNamespace(session_id=c.vid), sessions=sessions)
     views_only = any(is_pageviews(node) and keep(node) for node in query.filters)
     filters = tuple(node for node in query.filters if not is_pageviews(node))
     where = compile_filters(filters, row, keep)
