@@ -79,4 +79,5 @@ class Visit(BaseModel):
             (("site_id", "started_at"), False),
         )
         # and, made by migration 0011, the partial indexes visit_long (lasting) and
-        # visit_irregular (NOT plain) on (site_id, started_at)
+        # visit_irregular (NOT plain) on (site_id, started_at); by 0019, visit_first_visits on
+        # (site_id, visitor, started_at, session_id) of the visits (pageviews > 0), PostgreSQL only

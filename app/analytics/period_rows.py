@@ -24,6 +24,7 @@ from app.analytics.period import Period
 from app.analytics.reading import memoized
 from app.analytics.vocabulary import VISIT_FIGURES, visit_figure_sql
 from app.rollups import event_slots, visit_pages, visits
+from app.storage.dialect import firsts as first_rows
 from app.storage.dialect import wide
 from models import Event, EventSlot, Site, Visit, VisitPage
 
@@ -117,20 +118,19 @@ def typed_visits(site: Site, built: list[Any], base: Any, names: list[str], name
     visit egis holds of its visitor (the visit table's earliest with a page view, ties by
     session id), in any period, and for a visit without a visitor id; else `returning`. Read
     from the visit table as it is, so an erased or pruned visit is no first visit."""
-    rank = fn.ROW_NUMBER().over(partition_by=[Visit.visitor],
-                                order_by=[Visit.started_at, Visit.session_id])
-    ranked = (Visit.select(Visit.visitor, Visit.session_id, rank.alias("rank"))
-              .where((Visit.site_id == site.id) & (Visit.pageviews > 0)
-                     & Visit.visitor.is_null(False)).cte(f"{name}_ranked"))
-    firsts = Select([ranked], [ranked.c.visitor, ranked.c.session_id]).where(
-        ranked.c.rank == 1).cte(f"{name}_firsts")
+    visits_of_visitors = Visit.select(Visit.visitor, Visit.session_id).where(
+        (Visit.site_id == site.id) & (Visit.pageviews > 0) & Visit.visitor.is_null(False))
+    # (PostgreSQL: the index visit_first_visits, migration 0019, holds them in this order)
+    ranking, firsts = first_rows(visits_of_visitors, Visit.visitor,
+                                 [Visit.started_at, Visit.session_id],
+                                 ["visitor", "session_id"], f"{name}_firsts")
     b, f = base.c, firsts.c
     kind = Case(None, [(b.visitor.is_null() | (f.session_id == b.session_id), "new")],
                 "returning")
     typed = Select([base], [*(getattr(b, column) for column in names),
                             kind.alias(VISITOR_TYPE)]).join(
         firsts, JOIN.LEFT_OUTER, on=(f.visitor == b.visitor))
-    return [*built, base, ranked, firsts], typed.cte(name)
+    return [*built, base, *ranking, firsts], typed.cte(name)
 
 
 def _visits(site: Site, period: Period, columns: set[str], name: str,

@@ -215,6 +215,14 @@ def url_path(url: Any) -> ColumnBase:
     return fn.COALESCE(fn.NULLIF(path, ""), "/")
 
 
+def firsts(rows: Select, partition: Any, order: list[Any], names: list[str], name: str
+           ) -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE `name`) of the first of `rows` (a select of the columns
+    `names`) in each group of `partition`, by `order`: PostgreSQL's DISTINCT ON, SQLite's
+    ROW_NUMBER."""
+    return current().firsts(rows, partition, order, names, name)
+
+
 # --- Numbers and time ------------------------------------------------------------------------
 
 def wide(weight: Any) -> Any:

@@ -103,6 +103,15 @@ class SqliteDialect:
         return (Select([source, member], [SQL('"member"."key"').alias("key"), *columns])
                 .where(fn.json_type(properties) == "object"))
 
+    def firsts(self, rows: Select, partition: Any, order: list[Any], names: list[str],
+               name: str) -> tuple[list[Any], Any]:
+        # no DISTINCT ON: each group's rows numbered, the first kept
+        ranked = rows.select_extend(fn.ROW_NUMBER().over(partition_by=[partition],
+                                                         order_by=order).alias("rank")
+                                    ).cte(f"{name}_ranked")
+        return [ranked], Select([ranked], [getattr(ranked.c, column) for column in names]
+                                ).where(ranked.c.rank == 1).cte(name)
+
     def in_partial_indexes(self, rows: Callable[[Any], Select], fits: Any, too_long: Any
                            ) -> Select:
         return rows(True)  # no such indexes: all rows at once

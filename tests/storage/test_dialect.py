@@ -52,3 +52,25 @@ def test_long_lists_of_conditions_are_one_statement(app, std_site, count):
             assert [event.path for event in either] == [paths[-1]]
             every = Event.select(Event.path).where(all_of([Event.path != p for p in paths]))
             assert [event.path for event in every] == ["/elsewhere"]
+
+
+def test_firsts_keeps_each_groups_first_row_by_its_order(app, std_site):
+    """Events of three sessions: the first of each (by time, then path) whatever the insert
+    order, a tie in time broken by the path, as visit:visitor_type breaks one by session id."""
+    from peewee import Select
+
+    from app.storage.dialect import firsts
+
+    t = datetime(2026, 3, 1)
+    rows = [("s1", "/b", t), ("s1", "/a", t), ("s1", "/0", t.replace(hour=1)),
+            ("s2", "/z", t.replace(hour=2)), ("s2", "/y", t.replace(hour=3)), ("s3", "/x", t)]
+    with db(app):
+        Event.insert_many([{"site_id": std_site.site.id, "type": "pageview", "session_id": s,
+                            "path": path, "occurred_at": at, "received_at": at}
+                           for s, path, at in rows]).execute()
+        ctes, first = firsts(Event.select(Event.session_id, Event.path).where(
+            Event.site_id == std_site.site.id), Event.session_id,
+            [Event.occurred_at, Event.path], ["session_id", "path"], "first_events")
+        found = Select([first], [first.c.session_id, first.c.path]).with_cte(*ctes, first)
+        assert sorted(found.tuples().execute(database)) == [
+            ("s1", "/a"), ("s2", "/z"), ("s3", "/x")]
