@@ -21,7 +21,7 @@ from peewee import Select, fn
 
 from app.analytics.errors import ArgumentError, unknown
 from app.analytics.events import event_scope, fetch
-from app.analytics.filters import Filters, compile_filters
+from app.analytics.filters import Filters, bind_site, compile_filters
 from app.analytics.funnel import checked_step, step_events
 from app.analytics.local_time import bucket_text, time_bucket
 from app.analytics.numbers import as_count, percent
@@ -115,6 +115,7 @@ def _placing_visits(site: Site, cohorts: Period, horizon: Period, interval: str,
     """(the CTEs it reads, the select of (visitor, bucket, w)): per visitor and interval of the
     range, the visits that place it in a cohort (`query`'s visits, the filters applied),
     weighing their largest weight."""
+    filters = bind_site(filters, site.id)  # has_done reads the site's events
     built, visits = visits_cte(site, cohorts, visit_columns((), filters) | {"occurred_at"},
                                "placing_visits")
     v = visits.c

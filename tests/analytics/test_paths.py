@@ -105,6 +105,22 @@ def test_filters_select_the_visits(ask):
     assert top(result) == [(["/docs", "/pricing", "goal:Signup"], 1)]
 
 
+def test_has_done_and_has_not_done_select_the_visits(ask):
+    assert answer(ask, start={"page": "/pricing"})["visits"] == 4
+    signed_up = ["is", "event:goal", ["Signup"]]
+    # the visits through /pricing with a Signup: A's (-4), D's (-5) and E's (-1)
+    done = answer(ask, start={"page": "/pricing"}, filters=[["has_done", signed_up]])
+    assert done["visits"] == 3
+    assert top(done) == [(["/docs", "/pricing", "goal:Signup"], 1),
+                         (["/signup", "goal:Signup", "(exit)"], 1), (["goal:Signup", "(exit)"], 1)]
+    # and without: D's second visit (-3), /pricing then /signup
+    not_done = answer(ask, start={"page": "/pricing"}, filters=[["has_not_done", signed_up]])
+    assert (not_done["visits"], top(not_done)) == (1, [(["/signup", "(exit)"], 1)])
+    refused = ask(start={"page": "/pricing"},
+                  filters=[["has_done", ["is", "visit:country", ["DE"]]]])
+    assert refused["isError"] is True and "event:" in refused["content"][0]["text"]
+
+
 @pytest.mark.parametrize(("arguments", "says"), [
     ({"start": {"page": "/"}, "end": {"goal": "Signup"}}, "Give at most one of `start`"),
     ({"steps": 11}, "`steps` must be a whole number from 1 to 10"),

@@ -81,6 +81,24 @@ def test_returns_on_a_page_and_filters_on_the_placing_visits(ask):
     assert german["cohorts"][2]["retained"] == [1, 0, 1, 0, 0, 0]
 
 
+def test_has_done_and_has_not_done_select_the_placing_visits(ask):
+    signed_up = ["is", "event:goal", ["Signup"]]
+    # first visits with a Signup: D's (-5) alone (A's came in -4, E's in -1); D back in -3
+    done = answer(ask, filters=[["has_done", signed_up]])
+    assert [row["visitors"] for row in done["cohorts"]] == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert done["cohorts"][2]["retained"] == [1, 0, 1, 0, 0, 0]
+    # without one: A (-7, back every week), B (-6, never back), E (-2, back in -1)
+    not_done = answer(ask, filters=[["has_not_done", signed_up]])
+    assert table(not_done) == [
+        (week_start(7), 1, [1] * 8), (week_start(6), 1, [1, 0, 0, 0, 0, 0, 0]),
+        (week_start(5), 0, [0] * 6), (week_start(4), 0, [0] * 5),
+        (week_start(3), 0, [0] * 4), (week_start(2), 1, [1, 1, 0]),
+        (week_start(1), 0, [0, 0]), (week_start(0), 0, [0])]
+    # its filter is on events: a visit:* one is refused, as in query
+    refused = ask(filters=[["has_done", ["is", "visit:country", ["DE"]]]])
+    assert refused["isError"] is True and "event:" in refused["content"][0]["text"]
+
+
 def test_a_range_of_days_cuts_at_today(ask):
     last = today().isoformat()
     result = answer(ask, interval="day", **{"from": week_start(1), "to": last}, intervals=3)
