@@ -44,7 +44,9 @@ def _payments(site_id: int, period: Period) -> Any:
 MONEY_SUMS = ("gross", "refunded", "net", "orders", "refunds")
 
 
-def _money_columns(amount: Any) -> list[Any]:
+def money_columns(amount: Any) -> list[Any]:
+    """The money sums (MONEY_SUMS) of payments' `amount` (minor units, a refund negative): the
+    one definition get_revenue and query's money metrics (app.analytics.query.money) read."""
     return [fn.SUM(when(amount > 0, amount)).alias("gross"),
             fn.SUM(when(amount < 0, amount)).alias("refunded"),
             fn.SUM(amount).alias("net"),
@@ -104,13 +106,13 @@ def attributed(site: Site, period: Period) -> Any:
 
 
 def credited(site: Site, period: Period) -> list[dict[str, Any]]:
-    """The period's money sums (`_money_columns`) per (currency, source, channel) of the visit
+    """The period's money sums (`money_columns`) per (currency, source, channel) of the visit
     credited, in one statement; None for the payments no visit is credited with."""
     payments, ctes, chosen = attributed(site, period)
     p, r = payments.c, chosen.c
     return fetch(Select([payments.join(chosen, JOIN.LEFT_OUTER,
                                        on=((r.payment == p.id) & (r.choice == 1)))],
-                        [p.currency, r.source, r.channel, *_money_columns(p.amount)])
+                        [p.currency, r.source, r.channel, *money_columns(p.amount)])
                  .group_by(p.currency, r.source, r.channel).with_cte(*ctes))
 
 

@@ -109,3 +109,18 @@ def test_money_through_the_sdk_client(shop, start_server):
     assert rows(money.structured_content) == [
         ("Organic Search", 10.0, 1, 10.0), ("Email", 5.5, 1, 5.5), (None, 3.0, 1, 3.0),
         ("Direct", -2.0, 0, None)]
+
+
+def test_every_currency_by_source_equals_get_revenue(currencies, ask):
+    # the refund, the payment without a visit and EUR, JPY: each currency's query rows by
+    # visit:source are get_revenue's by_source rows of that currency
+    revenue = ask("get_revenue")["by_source"]
+    for currency in ("USD", "EUR", "JPY"):
+        found = ask("query", metrics=["total_revenue", "orders"], currency=currency,
+                    dimensions=["visit:source"])
+        queried = {source or "(unattributed)": (total, orders)
+                   for source, total, orders in rows(found)}
+        expected = {row["source"]: (float(row["net"]), row["orders"])
+                    for row in revenue if row["currency"] == currency}
+        assert queried == expected, currency
+    assert {row["currency"] for row in revenue} == {"USD", "EUR", "JPY"}

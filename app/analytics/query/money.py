@@ -7,10 +7,10 @@ has_done). Figures are exact: the stored minor units, made major units at the en
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from peewee import JOIN, Select, fn
+from peewee import JOIN, Select
 
 from app.analytics.errors import ArgumentError
-from app.analytics.events import fetch, when
+from app.analytics.events import fetch
 from app.analytics.filters import Done, Filters, bind_site, compile_filters, kinds
 from app.analytics.local_time import bucket_text
 from app.analytics.period import Period
@@ -18,7 +18,7 @@ from app.analytics.period_rows import VISITOR_TYPE, typed_visits
 from app.analytics.query.arguments import Query
 from app.analytics.query.figures import Figures
 from app.analytics.query.plan_shape import grouped_by, keys_of, visit_columns
-from app.analytics.revenue import attributed
+from app.analytics.revenue import attributed, money_columns
 from app.analytics.vocabulary import MONEY_METRICS, Row
 from app.revenue.money import MoneyError, currency_exponent, to_major_units
 from models import Site, Visit
@@ -65,8 +65,7 @@ def _rows(site: Site, period: Period, query: Query) -> list[dict[str, Any]]:
     values = [d.sql(Row(None, v, period, time=p.paid_at)).alias(key)
               for key, d in zip(keys, query.dimensions, strict=True)]
     found = (Select([payments], [p.currency.alias("currency"), *values,
-                                 fn.SUM(p.amount).alias("net"),
-                                 fn.SUM(when(p.amount > 0, 1)).alias("orders")])
+                                 *money_columns(p.amount)])
              .join(chosen, JOIN.LEFT_OUTER, on=((r.payment == p.id) & (r.choice == 1)))
              .join(visits, JOIN.LEFT_OUTER, on=(v.session_id == r.visit_session)))
     condition = compile_filters(filters, Row(None, v, period))
