@@ -119,3 +119,30 @@ def test_visits_across_the_period_s_edges(app, make_site):
     found = ok(tool_result(app.test_client(), keys.server_headers(), "query", {
         **PERIOD, "metrics": ["visits", "visitors"], "dimensions": ["visit:visitor_type"]}))
     assert rows(found) == [("new", 4, 4), ("returning", 2, 1)]
+
+
+def test_a_pruned_first_visit_makes_the_next_one_new(app, make_site):
+    """P's first visit (2026-10-20) goes with October's data: the one egis then holds first is
+    its visit of 2026-11-27, new; Q's two November visits stay new, then returning."""
+    from app.retention.prune import PruneCutoffs, prune
+
+    def pruned_dataset(site_id: int, _other_id: int) -> list[dict[str, Any]]:
+        d = datetime
+        return [ev(site_id, "p1", "P", "pageview", d(2026, 10, 20, 10), "/"),
+                ev(site_id, "p2", "P", "pageview", d(2026, 11, 27, 10), "/pricing"),
+                ev(site_id, "q1", "Q", "pageview", d(2026, 11, 26, 9), "/"),
+                ev(site_id, "q2", "Q", "pageview", d(2026, 11, 27, 9), "/docs")]
+
+    keys = site_with_events(app, make_site, "pruned.example", pruned_dataset, timezone="UTC")
+    client = app.test_client()
+
+    def split() -> list[tuple[Any, ...]]:
+        return rows(ok(tool_result(client, keys.server_headers(), "query", {
+            **DAY, "metrics": ["visits", "visitors"], "dimensions": ["visit:visitor_type"]})))
+
+    assert split() == [("returning", 2, 2)]  # p2 after p1, q2 after q1
+    with app.app_context(), db(app):
+        prune(PruneCutoffs(data_before=datetime(2026, 11, 1),
+                           batch_ids_before=datetime(2026, 11, 1),
+                           salt_days_before=datetime(2026, 11, 1).date()))
+    assert split() == [("new", 1, 1), ("returning", 1, 1)]
