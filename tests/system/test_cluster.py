@@ -182,6 +182,65 @@ def _batch_keys_on(node: Node, key: str) -> set[str]:
         connection.close()
 
 
+def _sql(url: str, statement: str) -> list[tuple]:
+    """`statement` run on `url` in autocommit (every row it returns)."""
+    connection = psycopg2.connect(url, connect_timeout=5)
+    connection.autocommit = True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(statement)
+            return cursor.fetchall() if cursor.description else []
+    finally:
+        connection.close()
+
+
+def _notes(node: Node) -> list[str]:
+    return [row[0] for row in _sql(node.url, "SELECT note FROM rewind_note ORDER BY note")]
+
+
+def _timeline(node: Node) -> int | None:
+    """The timeline a primary writes on, or the one a standby receives (None: not streaming)."""
+    found = _sql(node.url, "SELECT CASE WHEN pg_is_in_recovery() THEN (SELECT received_tli "
+                           "FROM pg_stat_wal_receiver) ELSE ('x' || substr(pg_walfile_name("
+                           "pg_current_wal_lsn()), 1, 8))::bit(32)::int END")
+    return found[0][0]
+
+
+def test_g_the_old_leader_rejoins_through_pg_rewind(whole: Setup):
+    leader = _leader(whole)
+    _sql(whole.cluster.url, "CREATE TABLE IF NOT EXISTS rewind_note (note text)")
+    load = whole.load("rewind")
+    time.sleep(1)
+    failed_at = time.monotonic()
+    whole.cluster.kill_patroni(leader)
+    new_leader = wait_until(lambda: (found := whole.cluster.leader()) not in (None, leader)
+                            and found, BACK_WITHIN + 30, "a new leader")
+    # Patroni names itself leader before its postgres is promoted; until then it still streams
+    # from the zombie.
+    wait_until(lambda: _sql(new_leader.url, "SELECT NOT pg_is_in_recovery()")[0][0], 30,
+               "the new leader promoted")
+    # A client past HAProxy writes on the zombie after the failover: committed there alone
+    # (its standbys follow the new leader), WAL the new timeline never had.
+    _sql(leader.url, "SET synchronous_commit = local; INSERT INTO rewind_note VALUES ('zombie')")
+    assert _notes(leader) == ["zombie"] and _notes(new_leader) == []
+    whole.cluster.stop_postgres(leader)  # and then the old leader's machine goes down
+    wait_until(lambda: load.ok_after(failed_at + 1), BACK_WITHIN + 30, "ingest to be back")
+    time.sleep(1)
+    load.stop()
+    rewinds = leader.log.read_text(errors="replace").count("pg_rewind")
+    whole.cluster.heal()
+    # Back as a replica of the new timeline: Patroni rewound it, and its own write is gone.
+    members = {m["name"]: m for m in whole.cluster.members()}
+    assert members[leader.name]["role"] in ("replica", "sync_standby")
+    assert leader.log.read_text(errors="replace").count("pg_rewind") > rewinds, \
+        whole.cluster.logs()
+    assert _notes(leader) == [] and _notes(new_leader) == []
+    timeline = _timeline(new_leader)
+    assert timeline > 1
+    wait_until(lambda: _timeline(leader) == timeline, 30, "the old leader on the new timeline")
+    whole.check(load)
+
+
 def test_b_leader_postmaster_lost(whole: Setup):
     leader = _leader(whole)
     started = leader.postmaster_pid()
