@@ -1,6 +1,7 @@
 """Revenue per currency from trusted server events, and its attribution to the visit it came
 from: by that visit's `visit:source` and `visit:channel`, as `query` defines them (the visit
 table's entry columns, stored at ingest)."""
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -63,10 +64,13 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
             "orders": int(row["orders"] or 0), "refund_count": int(row["refunds"] or 0)}
 
 
-def attributed(site: Site, period: Period) -> Any:
+def attributed(site: Site, period: Period, columns: Sequence[str] = ()) -> Any:
     """(the payments CTE, the CTEs, the last: `chosen`): per payment (`payment`, its id) the
     visit it is credited to (app/analytics/__init__.py, "Attribution"), with that visit's
-    session id (`visit_session`), `source` and `channel`; `choice` 1 is the credited one."""
+    session id (`visit_session`), `source`, `channel` and the visit table's `columns`; `choice`
+    1 is the credited one. The columns come along from the one read of the candidate visits:
+    read again by session id, PostgreSQL misjudged how few they are and sorted the whole visit
+    table (revenue by visit:utm_campaign 1.3 s at 10 M events, 0.4 s carried)."""
     payments = _payments(site.id, period)
     p = payments.c
     lookback = period.moved(period.first - timedelta(days=ATTRIBUTION_LOOKBACK_DAYS),
@@ -81,26 +85,30 @@ def attributed(site: Site, period: Period) -> Any:
     us = user_sessions.c
     linked = (Select([user_sessions], [us.session_id])
               | Select([payments], [p.session_id]).where(p.session_id.is_null(False)))
+    extra = [column for column in columns if column not in ("source", "channel")]
     visits = (Visit.select(Visit.session_id.alias("session_id"),
                            Visit.entry_at.alias("entry_at"), Visit.source.alias("source"),
-                           Visit.channel.alias("channel"))
+                           Visit.channel.alias("channel"),
+                           *[getattr(Visit, column).alias(column) for column in extra])
               .where((Visit.site_id == site.id) & (Visit.pageviews > 0)
                      & (Visit.entry_at >= since) & (Visit.entry_at < period.end)
                      & Visit.session_id.in_(linked))
               .cte("linked_visits"))
     v = visits.c
+    carried = [getattr(v, column) for column in extra]
     named = Select([payments.join(visits, on=(v.session_id == p.session_id))],
                    [p.id.alias("payment"), v.source, v.channel, v.entry_at,
-                    v.session_id.alias("visit_session"), Value(0).alias("priority")])
+                    v.session_id.alias("visit_session"), Value(0).alias("priority"), *carried])
     identified = Select(
         [payments.join(user_sessions, on=(us.user_id == p.user_id))
          .join(visits, on=((v.session_id == us.session_id) & (v.entry_at <= p.paid_at)))],
-        [p.id, v.source, v.channel, v.entry_at, v.session_id, Value(1)])
+        [p.id, v.source, v.channel, v.entry_at, v.session_id, Value(1), *carried])
     candidates = (named + identified).cte("candidates")
     c = candidates.c
     choice = fn.ROW_NUMBER().over(partition_by=[c.payment],
                                   order_by=[c.priority, c.entry_at.desc()])
     chosen = Select([candidates], [c.payment, c.source, c.channel, c.visit_session,
+                                   *[getattr(c, column) for column in extra],
                                    choice.alias("choice")]).cte("chosen")
     return payments, [payments, user_sessions, visits, candidates, chosen], chosen
 

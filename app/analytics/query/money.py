@@ -21,7 +21,7 @@ from app.analytics.query.plan_shape import grouped_by, keys_of, visit_columns
 from app.analytics.revenue import attributed, money_columns
 from app.analytics.vocabulary import MONEY_METRICS, Row
 from app.revenue.money import MoneyError, currency_exponent, to_major_units
-from models import Site, Visit
+from models import Site
 
 
 def money_filters(filters: Filters) -> Filters:
@@ -39,15 +39,14 @@ def money_filters(filters: Filters) -> Filters:
     return tuple(found)
 
 
-def _visits(site: Site, chosen: Any, columns: set[str]) -> tuple[list[Any], Any]:
-    """(the CTEs it needs, the CTE) of the credited visits, from the visit table: their
-    visit:* `columns`."""
+def _visits(site: Site, chosen: Any, columns: list[str]) -> tuple[list[Any], Any]:
+    """(the CTEs it needs, the CTE) of the credited visits (one row each): their visit:*
+    `columns`, carried in `chosen` from the visit table (`attributed`)."""
     r = chosen.c
-    rest = sorted(columns - {VISITOR_TYPE})
-    base = (Visit.select(Visit.session_id, Visit.visitor,
-                         *[getattr(Visit, column).alias(column) for column in rest])
-            .where((Visit.site_id == site.id) & Visit.session_id.in_(
-                Select([chosen], [r.visit_session]).where(r.choice == 1))))
+    rest = [column for column in columns if column != VISITOR_TYPE]
+    base = (Select([chosen], [r.visit_session.alias("session_id"), r.visitor.alias("visitor"),
+                              *[getattr(r, column).alias(column) for column in rest]])
+            .where(r.choice == 1).distinct())  # a visit credited with two payments: one row
     if VISITOR_TYPE not in columns:
         return [], base.cte("money_visits")
     base = base.cte("money_visits_base")
@@ -57,9 +56,11 @@ def _visits(site: Site, chosen: Any, columns: set[str]) -> tuple[list[Any], Any]
 def _rows(site: Site, period: Period, query: Query) -> list[dict[str, Any]]:
     """The money sums (`net`, `orders`) per (currency, dimension values)."""
     filters = bind_site(money_filters(query.filters), site.id)
-    payments, ctes, chosen = attributed(site, period)
+    columns = sorted(visit_columns(query.dimensions, filters))
+    payments, ctes, chosen = attributed(
+        site, period, ["visitor", *(column for column in columns if column != VISITOR_TYPE)])
     p, r = payments.c, chosen.c
-    built, visits = _visits(site, chosen, visit_columns(query.dimensions, filters))
+    built, visits = _visits(site, chosen, columns)
     v = visits.c
     keys = keys_of(query.dimensions)
     values = [d.sql(Row(None, v, period, time=p.paid_at)).alias(key)
