@@ -245,8 +245,13 @@ def derive_rollups(app: Any) -> None:
             if is_postgres():
                 database.execute_sql("SET LOCAL statement_timeout = 0")
             count = merging.rebuild()
+        # VACUUM too on PostgreSQL, as autovacuum does on a default server once rows are
+        # inserted: it marks the new rows' pages all-visible, so index-only scans need no heap
+        # (a server with autovacuum off, as this machine's, would otherwise measure a table
+        # nothing ever vacuumed: visits by visit:visitor_type 1.9 s against 1.1 s vacuumed)
+        command = "VACUUM ANALYZE" if is_postgres() else "ANALYZE"
         for table in ("visit", "visit_page", "event_slot"):
-            database.execute_sql(f"ANALYZE {table}")
+            database.execute_sql(f"{command} {table}")
     release_connections()
     print(f"derived {count:,} visit rows in {time.perf_counter() - started:.1f} s")
 
