@@ -5,6 +5,7 @@ the cluster's causes under a steady load that resends until a 200.
 
     python -m bench.maintenance.cluster [--runs 3] [--duration 10] [--clients 8] [--workers 2]
                                         [--outage-runs 3] [--deadline 5]
+                                        [--zombie-runs 2] [--zombie-seconds 30]
 
 The cluster is the cluster tests' (tests/fixtures/patroni.py, from deploy/cluster/: 3 etcd
 members, Patroni with ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode, HAProxy on
@@ -14,8 +15,12 @@ no standby). Both on this machine's loopback with the same gunicorn (deploy/guni
 alive connections for --duration seconds, the two targets in an order rotated per run; the rate
 is the events the database holds at the end over the time. Then, per --outage-runs, each
 failure once: a single client posting 2-event batches (tests/fixtures/load.py), the failure
-caused, the load stopped when ingest is back, the cluster healed. Every process is the
-benchmark's own, stopped by PID.
+caused, the load stopped when ingest is back, the cluster healed. Then, per --zombie-runs,
+the zombie without HAProxy: egis on libpq's multi-host URL (the leader listed first, as
+`target_session_attrs=read-write` finds it) instead of HAProxy's address, the leader's Patroni
+killed, its postgres left running --zombie-seconds after the new leader's promotion, then its
+Patroni restarted (which demotes it): the answers meanwhile, the slowest, and how long after
+the fencing ingest is back. Every process is the benchmark's own, stopped by PID.
 """
 import argparse
 import http.client
@@ -173,6 +178,77 @@ def outages(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path) ->
               f"slowest answer {max(s for _, _, s in values):.1f} s")
 
 
+def multi_host_url(nodes: list, database: str) -> str:
+    """libpq's multi-host URL (its query form) over `nodes`, in their order."""
+    return (f"postgresql://postgres@/{database}?host={','.join('127.0.0.1' for _ in nodes)}"
+            f"&port={','.join(str(node.pg_port) for node in nodes)}"
+            "&target_session_attrs=read-write")
+
+
+def promoted(node) -> bool:
+    """Whether the node's postgres runs as a primary (Patroni names a leader before that)."""
+    try:
+        connection = psycopg2.connect(node.url, connect_timeout=2)
+    except psycopg2.Error:
+        return False
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT NOT pg_is_in_recovery()")
+            return bool(cursor.fetchone()[0])
+    finally:
+        connection.close()
+
+
+def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
+               prefix: str) -> str:
+    """One zombie without HAProxy, under a load; what it cost, as one line."""
+    cluster.heal()
+    leader = cluster.leader()
+    assert leader is not None
+    url = multi_host_url([leader, *(n for n in cluster.nodes if n is not leader)],
+                         "bench_zombie")
+    site = migrated_site(url)
+    server = launch_server(url, scratch, workers=args.workers,
+                           env={**UNLIMITED, "EGIS_REQUEST_DEADLINE_SECONDS": str(args.deadline)},
+                           deploy_config=True)
+    try:
+        load = Load(server.url, site, prefix, args.deadline + 30).start()
+        time.sleep(2)
+        failed_at = time.monotonic()
+        cluster.kill_patroni(leader)
+        wait_until(lambda: any(promoted(node) for node in cluster.nodes if node is not leader),
+                   60, "a new leader promoted")
+        promoted_at = time.monotonic()
+        time.sleep(args.zombie_seconds)
+        fenced_at = time.monotonic()
+        cluster.heal()
+        wait_until(lambda: load.ok_after(fenced_at), 120, "ingest back")
+        time.sleep(2)
+        load.stop()
+    finally:
+        stop_server(server)
+    while_zombie = [a for a in load.answers if promoted_at < a.at <= fenced_at]
+    back = min(a.at for a in load.answers if a.status == 200 and a.at > fenced_at)
+    return (f"no 200 for {load.longest_outage():.1f} s (the new leader promoted "
+            f"{promoted_at - failed_at:.1f} s after the kill); while the zombie ran "
+            f"{args.zombie_seconds:.0f} s: {len(while_zombie)} answers, "
+            f"{sum(a.status == 200 for a in while_zombie)} of them 200, statuses "
+            f"{sorted({a.status for a in load.answers})}, slowest "
+            f"{max(a.seconds for a in load.answers):.1f} s; the first 200 "
+            f"{back - fenced_at:.1f} s after its Patroni restarted")
+
+
+def zombie_without_haproxy(cluster: PatroniCluster, args: argparse.Namespace,
+                           scratch: Path) -> None:
+    """What a zombie primary costs egis on a bare multi-host URL (no HAProxy to fence it)."""
+    cluster.heal()
+    fresh_database(cluster.admin_url("postgres"), "bench_zombie")
+    for run in range(args.zombie_runs):
+        print(f"zombie without HAProxy, run {run + 1}: "
+              f"{zombie_run(cluster, args, scratch, f'z{run}')}", flush=True)
+    cluster.heal()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -181,6 +257,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--outage-runs", type=int, default=3)
     parser.add_argument("--deadline", type=float, default=5)
+    parser.add_argument("--zombie-runs", type=int, default=2)
+    parser.add_argument("--zombie-seconds", type=float, default=30)
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="egis-bench-cluster-"))
     cluster = PatroniCluster.build()
@@ -191,6 +269,8 @@ def main() -> None:
             throughput(cluster, single, args, scratch)
         if args.outage_runs:
             outages(cluster, args, scratch)
+        if args.zombie_runs:
+            zombie_without_haproxy(cluster, args, scratch)
     finally:
         single.destroy()
         cluster.destroy()
