@@ -221,6 +221,7 @@ def storage_free_visitors(members: list[dict[str, Any]]) -> int:
 
 
 def plural(count: int, noun: str) -> str:
+    """`noun` as `count` of it reads in the warning's sentence ("1 visitor", "2 visitors")."""
     return noun if count == 1 else f"{noun}s"
 
 
