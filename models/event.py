@@ -4,6 +4,7 @@ from typing import Any
 from peewee import (
     BigAutoField,
     BigIntegerField,
+    BooleanField,
     CharField,
     DateTimeField,
     FloatField,
@@ -47,6 +48,11 @@ class Event(BaseModel):
     occurred_at = DateTimeField()  # skew-corrected event time (UTC)
     received_at = DateTimeField()
     weight = FloatField(default=1.0)  # 1/sample rate once a site is over quota
+    # True when ingest derived the visitor id (storage-free tracking, app.tracking.anonymous):
+    # that id lasts one UTC day, so retention cannot follow it. NULL otherwise: an id's shape
+    # cannot tell (a client may send 32 hex characters of its own), and a nullable column
+    # without default is added to a table of millions of rows without rewriting it.
+    storage_free = BooleanField(null=True)
     # Visit context (docs/ARCHITECTURE.md, "Visits"), derived on the server from a browser request
     # (a backend's request, without Origin, gets none); never the raw address or User-Agent.
     country = CharField(max_length=2, null=True)  # ISO 3166-1 alpha-2

@@ -52,6 +52,8 @@ class Visit(BaseModel):
     # uniform and a visit (a page view): its page rows need nothing of its visit row
     plain = BooleanField(default=True, constraints=[SQL("DEFAULT TRUE")])
     lasting = BooleanField(default=False, constraints=[SQL("DEFAULT FALSE")])  # a day or more
+    # True when any of its events is storage-free (models.Event.storage_free), else NULL
+    storage_free = BooleanField(null=True)
     entry_at = DateTimeField(null=True)  # the first page view's occurred_at
     entry_page = TextField(null=True)
     exit_at = DateTimeField(null=True)  # the last page view's occurred_at

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import reduce
 from typing import Any
 
-from peewee import JOIN, SQL, Case, Select, Value, ValuesList, fn
+from peewee import JOIN, SQL, BooleanField, Case, Cast, Select, Value, ValuesList, fn
 
 from app.analytics.events import event_scope, fetch, is_sampled, when
 from app.analytics.local_time import offset_changes
@@ -156,10 +156,19 @@ def _visits(site: Site, period: Period, columns: set[str], name: str,
     if not crossing:
         return [], whole.cte(name)
     names = [*EDGE_COLUMNS, *sorted(set(columns) - set(FIGURES))]
-    derived = ValuesList([[row[column] for column in names] for row in crossing]).cte(
-        f"{name}_edges", columns=names)
+    derived = ValuesList([[_edge_value(column, row[column]) for column in names]
+                          for row in crossing]).cte(f"{name}_edges", columns=names)
     clipped = Select([derived], _visit_values(derived.c, columns))
     return [derived], (whole + clipped).cte(name)
+
+
+def _edge_value(column: str, value: Any) -> Any:
+    """A crossing visit's `column` as its VALUES list holds it: a boolean column of the visit
+    table (storage_free) cast to boolean, as PostgreSQL types a VALUES column of NULLs only as
+    text, which the union with the visit table's rows refuses."""
+    if isinstance(Visit._meta.fields.get(column), BooleanField):
+        return Cast(Value(value), "boolean")
+    return value
 
 
 def _active_visits(site: Site, period: Period, columns: set[str], name: str,

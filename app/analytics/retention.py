@@ -9,7 +9,9 @@ What it reads, and why:
   holds is the earliest `started_at` of its visit rows, one index lookup per visitor rather than
   a scan of its events; a return "any visit" is a visit row begun in the interval;
 - the event table for a return on a page, goal or custom event (the events matching it, an
-  index range as a funnel step's: funnel.step_events).
+  index range as a funnel step's: funnel.step_events);
+- the placing visits' storage-free mark (models.Visit.storage_free): a storage-free visitor's
+  id lasts one UTC day, so it is a member that can never come back, which `warnings` says.
 The database groups rows to (visitor, local interval) pairs; Python lays them out as the cohort
 table, whose size is at most the members times the intervals.
 """
@@ -17,7 +19,7 @@ import functools
 from datetime import date, timedelta
 from typing import Any
 
-from peewee import Select, fn
+from peewee import Case, Select, fn
 
 from app.analytics.errors import ArgumentError, unknown
 from app.analytics.events import event_scope, fetch
@@ -38,6 +40,9 @@ RETURN_KINDS = ("page", "goal", "event")
 DEFAULT_INTERVAL, DEFAULT_COHORT = "week", "first_visit"
 DEFAULT_INTERVALS, MAX_INTERVALS = 7, 31
 DEFAULT_COHORT_COUNT = 8  # the interval holding today and the 7 before it
+STORAGE_FREE = ("{count:,} {visitors} came without storage (data-storage=\"false\"): their id "
+                "changes every day, so their later visits count as new visitors and their "
+                "returns are not counted.")
 
 
 def interval_start(day: date, interval: str) -> date:
@@ -112,26 +117,29 @@ def cohort_range(period: Period, interval: str, explicit: bool) -> Period:
 
 def _placing_visits(site: Site, cohorts: Period, horizon: Period, interval: str,
                     filters: Filters) -> tuple[list[Any], Select]:
-    """(the CTEs it reads, the select of (visitor, bucket, w)): per visitor and interval of the
-    range, the visits that place it in a cohort (`query`'s visits, the filters applied),
-    weighing their largest weight."""
+    """(the CTEs it reads, the select of (visitor, bucket, w, storage_free)): per visitor and
+    interval of the range, the visits that place it in a cohort (`query`'s visits, the filters
+    applied), weighing their largest weight; storage_free 1 when one of them is storage-free
+    (models.Visit.storage_free), else 0."""
     filters = bind_site(filters, site.id)  # has_done reads the site's events
-    built, visits = visits_cte(site, cohorts, visit_columns((), filters) | {"occurred_at"},
-                               "placing_visits")
+    built, visits = visits_cte(site, cohorts, visit_columns((), filters)
+                               | {"occurred_at", "storage_free"}, "placing_visits")
     v = visits.c
     bucket = time_bucket(interval, v.occurred_at, horizon)
     where = v.visitor.is_null(False)
     condition = compile_filters(filters, Row(None, v, cohorts))
     if condition is not None:
         where &= condition
+    storage_free = fn.MAX(Case(None, [(v.storage_free, 1)], 0))
     return [*built, visits], (Select([visits], [v.visitor.alias("visitor"),
-                                                bucket.alias("bucket"), fn.MAX(v.w).alias("w")])
+                                                bucket.alias("bucket"), fn.MAX(v.w).alias("w"),
+                                                storage_free.alias("storage_free")])
                               .where(where).group_by(v.visitor, bucket))
 
 
 def _members(site: Site, cohorts: Period, horizon: Period, interval: str, cohort: str,
              filters: Filters) -> list[dict[str, Any]]:
-    """(visitor, bucket, w) of each cohort's members."""
+    """(visitor, bucket, w, storage_free) of each cohort's members."""
     built, placing = _placing_visits(site, cohorts, horizon, interval, filters)
     if cohort == "any_visit":
         return fetch(placing.with_cte(*built))
@@ -144,7 +152,8 @@ def _members(site: Site, cohorts: Period, horizon: Period, interval: str, cohort
     f, p = first.c, placed.c
     return fetch(Select([placed.join(first, on=(f.visitor == p.visitor)
                                      & (time_bucket(interval, f.first_at, horizon) == p.bucket))],
-                        [p.visitor, p.bucket, p.w]).with_cte(*built, placed, first))
+                        [p.visitor, p.bucket, p.w, p.storage_free])
+                 .with_cte(*built, placed, first))
 
 
 def _returns(site: Site, horizon: Period, interval: str, return_on: dict[str, str] | None
@@ -184,13 +193,36 @@ def retention(site: Site, period: Period, interval: str = DEFAULT_INTERVAL,
                 came_back.setdefault(row["visitor"], set()).add(_as_start(row["bucket"],
                                                                           interval))
     table = _table(starts, members, came_back, interval, intervals, current)
-    return {
+    found = {
         "timezone": period.timezone, "interval": interval, "cohort": cohort,
         "return_on": return_on, "from": cohorts.first.isoformat(),
         "to": cohorts.last.isoformat(), "current_interval": label(current, interval),
         "cohorts": table, "average": {"retention_rate": _average(table)},
         "estimated": any(float(row["w"]) != 1 for row in members),
     }
+    unfollowed = storage_free_visitors(members)
+    if unfollowed:  # as every tool but `query`: `warnings` only when there is one
+        found["warnings"] = [STORAGE_FREE.format(count=unfollowed,
+                                                 visitors=plural(unfollowed, "visitor"))]
+    return found
+
+
+def storage_free_visitors(members: list[dict[str, Any]]) -> int:
+    """How many of the members came without storage (each weighing, as in the cohorts, the
+    largest weight of the visits that place it): their visitor id is derived per UTC day
+    (app.tracking.anonymous), so a later visit of theirs is a new visitor's, never a return.
+    The cohorts cannot tell them from visitors who never came back; the warning says how many
+    there are, so that a reader does not take them for lost visitors."""
+    weights: dict[str, float] = {}
+    for row in members:
+        if row["storage_free"]:
+            weights[row["visitor"]] = max(weights.get(row["visitor"], 0.0), float(row["w"]))
+    return as_count(sum(weights.values()))
+
+
+def plural(count: int, noun: str) -> str:
+    """`noun` as `count` of it reads in the warning's sentence ("1 visitor", "2 visitors")."""
+    return noun if count == 1 else f"{noun}s"
 
 
 def _interval_starts(cohorts: Period, interval: str) -> list[date]:

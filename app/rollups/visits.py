@@ -36,7 +36,7 @@ PAGE_ENTRY_COLUMNS = {"entry_page": "path", "source": "source", "channel": "chan
 ENTRY_COLUMNS = ("entry_at", *PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)
 EXIT_COLUMNS = ("exit_at", "exit_page")
 COLUMNS = ("site_id", "session_id", "visitor", "started_at", "ended_at", "events", "pageviews",
-           "interactions", "weight", "heartbeats", "uniform", "plain", "lasting",
+           "interactions", "weight", "heartbeats", "uniform", "plain", "lasting", "storage_free",
            *ENTRY_COLUMNS, *EXIT_COLUMNS)
 REBUILD_SESSIONS = 500  # session ids per rebuild statement
 LONG_VISIT = timedelta(days=1)  # a visit this long or longer is `lasting`
@@ -79,6 +79,8 @@ def _merge_rules(dialect: Dialect) -> dict[str, str]:
             "uniform": one_id_and_weight,
             "plain": f"{one_id_and_weight} AND visit.pageviews + excluded.pageviews > 0",
             "lasting": f"visit.lasting OR excluded.lasting OR {lasts(started, ended, dialect)}",
+            # TRUE once any of its events is, else NULL (never FALSE: models.Visit)
+            "storage_free": "CASE WHEN visit.storage_free OR excluded.storage_free THEN TRUE END",
             **{column: chosen(column, "entry_at", "<") for column in ENTRY_COLUMNS},
             **{column: chosen(column, "exit_at", ">=") for column in EXIT_COLUMNS}}
 
@@ -96,6 +98,12 @@ def uniform(anonymous_id: Any, weight: Any) -> Any:
     return ((fn.MIN(weight) == fn.MAX(weight))
             & ((ids == 0) | ((ids == fn.COUNT(SQL("*")))
                              & (fn.MIN(anonymous_id) == fn.MAX(anonymous_id)))))
+
+
+def storage_free(marks: Any) -> Any:
+    """TRUE when any of a group's events is storage-free (`marks`, their Event.storage_free),
+    else NULL: MAX of a boolean is no aggregate on PostgreSQL, hence the CASE."""
+    return Case(None, [(fn.MAX(Case(None, [(marks, 1)])) == 1, SQL("TRUE"))])
 
 
 def derived(scope: Any) -> Select:
@@ -117,7 +125,8 @@ def derived(scope: Any) -> Select:
                     for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)}
     ranked = (Event.select(
         Event.site_id, Event.session_id, Event.anonymous_id, Event.occurred_at, Event.type,
-        Event.weight, *[expression.alias(column) for column, expression in page_columns.items()],
+        Event.weight, Event.storage_free,
+        *[expression.alias(column) for column, expression in page_columns.items()],
         fn.ROW_NUMBER().over(partition_by=[*session, is_view],
                              order_by=[Event.occurred_at, Event.id]).alias("first_rank"),
         fn.ROW_NUMBER().over(partition_by=[*session, is_view],
@@ -141,6 +150,7 @@ def derived(scope: Any) -> Select:
                "uniform": uniform(r.anonymous_id, r.weight),
                "plain": uniform(r.anonymous_id, r.weight) & (views > 0),
                "lasting": SQL(lasts("MIN(occurred_at)", "MAX(occurred_at)", current())),
+               "storage_free": storage_free(r.storage_free),
                "entry_at": of_view(r.first_rank, r.occurred_at),
                **{column: of_view(r.first_rank, getattr(r, column))
                   for column in (*PAGE_ENTRY_COLUMNS, *CONTEXT_COLUMNS)},

@@ -111,6 +111,14 @@ def derived_ids(site_id: int, anonymous_id: str | None, session_id: str | None,
     return (visitor if anonymous_id == DERIVE else anonymous_id), session_id
 
 
+def derives_visitor(anonymous_id: str | None) -> bool:
+    """Whether ingest derives the visitor id of a batch or goal sending `anonymous_id`: then its
+    events are stored storage-free (models.Event.storage_free), as their visitor changes with
+    the UTC day and no later visit can be told from a new visitor's. A derived session id
+    alone (a backend that knows its visitor) leaves the visitor followable."""
+    return anonymous_id == DERIVE
+
+
 def derive_batch_ids(site_id: int, batch: dict[str, Any], now: datetime) -> dict[str, Any]:
     """A validated batch of POST /api/events, received at `now`, with its "-" ids derived
     (DERIVE)."""

@@ -109,13 +109,15 @@ def event_row(event: dict[str, Any], received_at: datetime, sent_ms: float,
 
 def ingest_batch(site: Site, batch: dict[str, Any], received_at: datetime,
                  usage: quota.UsageCache, sample_rate: float, writer: GroupWriter | None = None,
-                 context: RequestContext = NO_CONTEXT) -> IngestResult:
+                 context: RequestContext = NO_CONTEXT, storage_free: bool = False
+                 ) -> IngestResult:
     """Store a validated, plan-checked batch received at `received_at`; idempotent on the batch
     id (app.tracking.pipeline runs it).
 
     With a writer (group commit, PostgreSQL), a small batch shares a commit with concurrent
     ones; a larger one (over MAX_GROUPED_EVENTS) is stored alone. `context` is the request's
-    visit context (app.context.request), stored with every event.
+    visit context (app.context.request), stored with every event; `storage_free`: its visitor
+    id was derived (app.tracking.anonymous.derives_visitor), said on every event.
     """
     period = quota.period_of(received_at)
     decision = decide_sampling(site, batch["sessionId"], usage, sample_rate, period)
@@ -126,7 +128,8 @@ def ingest_batch(site: Site, batch: dict[str, Any], received_at: datetime,
         site_id=site.id, batch_key=batch["id"], session_id=batch["sessionId"],
         anonymous_id=batch["anonymousId"], user_id=batch.get("userId"),
         sent_ts=int(batch["timestamp"]), received_at=received_at, weight=decision.weight,
-        events=rows, period=period, shard=quota.shard(), context=context)
+        events=rows, period=period, shard=quota.shard(), context=context,
+        storage_free=storage_free)
     if writer is not None and len(rows) <= MAX_GROUPED_EVENTS:
         outcome = writer.store(batch_rows)
     else:
@@ -175,9 +178,11 @@ def goal_time(client_ms: int | None, received_at: datetime) -> datetime:
 
 def ingest_goal(site: Site, goal: dict[str, Any], received_at: datetime,
                 usage: quota.UsageCache, sample_rate: float,
-                context: RequestContext = NO_CONTEXT) -> IngestResult:
+                context: RequestContext = NO_CONTEXT, storage_free: bool = False
+                ) -> IngestResult:
     """Store a goal posted to /api/goals, received at `received_at`, as an event of type
-    `goal`, with the request's visit context (app.tracking.pipeline runs it)."""
+    `goal`, with the request's visit context and whether its visitor id was derived
+    (`storage_free`; app.tracking.pipeline runs it)."""
     period = quota.period_of(received_at)
     session_key = goal.get("session_id") or goal.get("anonymous_id")
     decision = decide_sampling(site, session_key, usage, sample_rate, period)
@@ -192,7 +197,7 @@ def ingest_goal(site: Site, goal: dict[str, Any], received_at: datetime,
         site_id=site.id, batch_key=None, session_id=goal.get("session_id"),
         anonymous_id=goal.get("anonymous_id"), user_id=None, sent_ts=None,
         received_at=received_at, weight=decision.weight, period=period, shard=quota.shard(),
-        context=context,
+        context=context, storage_free=storage_free,
         events=[{"type": "goal", "name": goal["goal_name"], "page_url": page_url,
                  "page_title": goal.get("page_title"), "referrer": referrer,
                  "properties": properties, "client_ts": client_ms,

@@ -41,14 +41,15 @@ EVENT_TABLE: tuple[tuple[str, str | None], ...] = (
     ("path", "text"), ("hostname", "text"), ("source", "text"), ("channel", "text"),
     ("referrer_url", "text"), ("utm_source", "text"), ("utm_medium", "text"),
     ("utm_campaign", "text"), ("utm_content", "text"), ("utm_term", "text"),
-    *((name, None) for name in CONTEXT_COLUMNS))
+    *((name, None) for name in CONTEXT_COLUMNS), ("storage_free", None))
 # What a batch brings besides its events' own columns, in $1, $2 ... order (the group's rows
 # carry the same fields).
 BATCH_FIELDS: tuple[tuple[str, str], ...] = (
     ("site_id", "integer"), ("batch_key", "text"), ("count", "integer"),
     ("received_at", "timestamp"), ("session_id", "text"), ("anonymous_id", "text"),
     ("user_id", "text"), ("sent_ts", "bigint"), ("weight", "real"), ("events", "jsonb"),
-    ("period", "text"), ("shard", "smallint"), *((name, "text") for name in CONTEXT_COLUMNS))
+    ("period", "text"), ("shard", "smallint"), *((name, "text") for name in CONTEXT_COLUMNS),
+    ("storage_free", "boolean"))
 # The batch-wide columns of every event row (the batch's id aside, known only once stored).
 SHARED_COLUMNS = tuple(name for name, own in EVENT_TABLE if own is None and name != "batch_id")
 
@@ -159,6 +160,7 @@ class BatchRows:
     period: str
     shard: int
     context: RequestContext = NO_CONTEXT
+    storage_free: bool = False  # its visitor id was derived (models.Event.storage_free)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +197,9 @@ def _batch_values(rows: BatchRows, events: Any) -> dict[str, Any]:
             "received_at": rows.received_at, "session_id": rows.session_id,
             "anonymous_id": rows.anonymous_id, "user_id": rows.user_id, "sent_ts": rows.sent_ts,
             "weight": rows.weight, "events": events, "period": rows.period, "shard": rows.shard,
-            **rows.context.columns()}
+            **rows.context.columns(),
+            # TRUE or NULL, never FALSE: the column's contract (migration 0020)
+            "storage_free": True if rows.storage_free else None}
 
 
 def _store_postgres(rows: BatchRows) -> Outcome:

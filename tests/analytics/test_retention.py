@@ -1,23 +1,36 @@
 """The `retention` tool over tests/analytics/journeys.py's nine weeks, its cohort tables worked
-out by hand from the visits listed there, through /api/mcp."""
+out by hand from the visits listed there, through /api/mcp; and its warning about storage-free
+visitors, over batches stored through /api/events."""
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from app.analytics.retention import STORAGE_FREE
+from app.tracking import pipeline
 from models import database
 from tests.fixtures.helpers import tool_result
-from tests.fixtures.journeys import WEIGHTED, place, today, week_start
+from tests.fixtures.journeys import WEIGHTED, ZONE, place, today, week_start
+from tests.fixtures.tracking import CHROME_UA, batch
 
 
 @pytest.fixture
-def ask(app, std_site):
-    with app.app_context(), database.connection_context():
-        place(std_site.site)
+def call(app, std_site):
+    """Call `retention` for std_site with the given arguments; the tool's result."""
     client = app.test_client()
 
     def call(**arguments: Any) -> dict[str, Any]:
         return tool_result(client, std_site.server_headers(), "retention", arguments)
 
+    return call
+
+
+@pytest.fixture
+def ask(app, std_site, call):
+    """`call`, std_site holding tests/fixtures/journeys.py's visits."""
+    with app.app_context(), database.connection_context():
+        place(std_site.site)
     return call
 
 
@@ -137,3 +150,80 @@ def test_a_sampled_visitor_weighs_its_weight(app, std_site, ask):
     # F (weight 2) first came in week -1 and came back in week 0
     assert table(result)[6] == (week_start(1), 2, [2, 2])
     assert result["estimated"] is True
+
+
+# --- storage-free visitors (data-storage="false"): `warnings` ----------------------------------
+
+ONE_UNFOLLOWED = STORAGE_FREE.format(count=1, visitors="visitor")
+OWN_HEX_ID = "0123456789abcdef0123456789abcdef"  # a client's own id, shaped like a derived one
+
+
+class Clock:
+    """The receive time of the next request (pipeline.utcnow): None, the real one."""
+
+    def __init__(self) -> None:
+        self.now: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return self.now or datetime.now(UTC).replace(tzinfo=None)
+
+
+@pytest.fixture
+def berlin(app, std_site, monkeypatch) -> tuple[Any, Clock]:
+    """(post a batch through /api/events, its clock), the site in ZONE."""
+    with app.app_context(), database.connection_context():
+        std_site.site.timezone = ZONE
+        std_site.site.save()
+    clock = Clock()
+    monkeypatch.setattr(pipeline, "utcnow", clock)
+    client = app.test_client()
+
+    def post(anonymous_id: str, session_id: str, address: str = "203.0.113.7") -> None:
+        response = client.post("/api/events",
+                               json=batch(anonymousId=anonymous_id, sessionId=session_id),
+                               headers=std_site.write_headers(**{"User-Agent": CHROME_UA}),
+                               environ_base={"REMOTE_ADDR": address})
+        assert response.status_code == 200, response.get_json()
+
+    return post, clock
+
+
+def test_storage_free_visitors_are_said_in_warnings(berlin, call):
+    post, _clock = berlin
+    day = {"interval": "day", "from": today().isoformat(), "to": today().isoformat()}
+    post("anon-1", "sess-1")
+    post(OWN_HEX_ID, OWN_HEX_ID[::-1])  # not storage-free: ingest derived no id
+    followed = answer(call, **day)
+    assert followed["cohorts"][0]["visitors"] == 2 and "warnings" not in followed
+    post("-", "-")
+    result = call(**day)
+    assert result["structuredContent"]["cohorts"][0]["visitors"] == 3
+    assert result["structuredContent"]["warnings"] == [ONE_UNFOLLOWED]
+    assert "1 visitor came without storage" in ONE_UNFOLLOWED
+    assert result["content"][0]["text"].endswith(f"Warning: {ONE_UNFOLLOWED}")
+
+
+def test_visits_across_the_ranges_first_instant(berlin, call):
+    """Yesterday's visits that began the day before (local midnight is 22:00 or 23:00 UTC, so a
+    storage-free visit, whose visitor lasts a UTC day, can cross it): their rows derived from
+    their events in the range carry the mark too, and a range holding only unmarked ones reads
+    on PostgreSQL (a VALUES column of NULLs alone is text there)."""
+    post, clock = berlin
+    yesterday = today() - timedelta(days=1)
+    midnight = (datetime(yesterday.year, yesterday.month, yesterday.day, tzinfo=ZoneInfo(ZONE))
+                .astimezone(UTC).replace(tzinfo=None))
+    day = {"interval": "day", "cohort": "any_visit", "from": yesterday.isoformat(),
+           "to": yesterday.isoformat()}
+
+    def across(anonymous_id: str, session_id: str) -> None:
+        for moment in (midnight - timedelta(minutes=5), midnight + timedelta(minutes=5)):
+            clock.now = moment
+            post(anonymous_id, session_id, address="198.51.100.23")
+        clock.now = None
+
+    across("anon-1", "sess-1")
+    followed = answer(call, **day)
+    assert followed["cohorts"][0]["visitors"] == 1 and "warnings" not in followed
+    across("-", "-")
+    result = answer(call, **day)
+    assert result["cohorts"][0]["visitors"] == 2 and result["warnings"] == [ONE_UNFOLLOWED]

@@ -104,7 +104,7 @@ def test_one_visit_by_hand(client, app, std_site, clock):
         "started_at": t0 - timedelta(seconds=90), "ended_at": t1, "events": 6,
         "pageviews": 2, "interactions": 3, "weight": 1.0,
         "heartbeats": 1.0, "uniform": False, "plain": False,  # anon-b, then anon-a
-        "lasting": False,
+        "lasting": False, "storage_free": None,
         "entry_at": t0 - timedelta(seconds=90), "entry_page": "/pricing",
         "source": "newsletter", "channel": "Email", "referrer": "https://mail.example/",
         "utm_source": "newsletter", "utm_medium": "email", "utm_campaign": None,
@@ -165,6 +165,19 @@ def test_a_visit_over_several_batches(client, app, std_site, clock):
     assert (row["entry_page"], row["exit_page"]) == ("/page-0", "/page-3")
     assert (row["uniform"], row["plain"], row["lasting"], row["heartbeats"]) == (
         True, True, False, 0)
+
+
+def test_a_visit_is_storage_free_once_one_of_its_events_is(client, app, std_site, clock):
+    """A batch with a visitor id of its own, then one of the same session whose visitor id
+    ingest derived ("-"): NULL after the first merge, TRUE after the second, and a batch
+    after it leaves it TRUE, as the rebuild derives it."""
+    t0 = clock.now
+    for minute, anonymous_id, storage_free in ((0, "anon-a", None), (1, "-", True),
+                                               (2, "anon-a", True)):
+        received = t0 + timedelta(minutes=minute)
+        send(client, std_site, clock, received, [("pageview", "/", received)], BROWSER_HEADERS,
+             anonymousId=anonymous_id)
+        assert only_visit(app)["storage_free"] is storage_free
 
 
 def test_a_visit_of_a_day_or_more_is_lasting(client, app, std_site, clock):

@@ -15,7 +15,7 @@ from app.analytics.period import Period
 from app.analytics.revenue import credited, revenue_by
 from app.retention import prune
 from app.tracking import pipeline
-from models import Event, Site, VisitorSalt, VisitorState
+from models import Event, Site, Visit, VisitorSalt, VisitorState
 from models.site import utcnow
 from tests.fixtures.helpers import database_bytes, race
 from tests.fixtures.tracking import (
@@ -345,3 +345,57 @@ def test_erasing_a_derived_anonymous_id(client, app, std_site):
     with db(app):
         assert [row.visitor for row in VisitorState.select()] == [kept]
 
+
+
+# --- the storage-free mark (models.Event.storage_free, models.Visit.storage_free) -------------
+
+def marks(app) -> tuple[list[bool | None], dict[str, bool | None]]:
+    """(each stored event's storage_free, in order; each visit's, by session id)."""
+    with db(app):
+        visits = {row.session_id: row.storage_free for row in Visit.select()}
+    return [row.storage_free for row in stored_events(app)], visits
+
+
+def test_a_normal_batch_is_not_marked_and_a_storage_free_one_is(client, app, std_site):
+    """The valid variant first: a batch with ids of its own leaves both marks NULL; one with
+    "-" ids marks its events and its visit."""
+    response = post_json(client, "/api/events", batch(2), std_site.write_headers())
+    assert response.status_code == 200, response.get_json()
+    assert marks(app) == ([None, None], {"sess-1": None})
+    send(client, std_site, events=2)
+    events, visits = marks(app)
+    assert events == [None, None, True, True]
+    (derived_visit,) = set(visits) - {"sess-1"}
+    assert visits == {"sess-1": None, derived_visit: True}
+
+
+def test_a_client_sending_32_hex_characters_of_its_own_is_not_marked(client, app, std_site):
+    """An id's shape tells nothing: only ingest knows that it derived one."""
+    own = "0123456789abcdef0123456789abcdef"
+    send(client, std_site, anonymousId=own, sessionId=own[::-1])
+    assert marks(app) == ([None], {own[::-1]: None})
+
+
+def test_only_a_derived_visitor_marks(client, app, std_site):
+    """A backend with a visitor id of its own and a derived visit can be followed; one whose
+    visitor id is derived cannot."""
+    send(client, std_site, anonymousId="anon-kept")  # the visit derived, the visitor kept
+    send(client, std_site, sessionId="sess-kept")  # the visitor derived
+    events, visits = marks(app)
+    assert events == [None, True]
+    assert visits["sess-kept"] is True and list(visits.values()).count(None) == 1
+
+
+def test_a_goal_with_a_dash_visitor_is_marked_and_one_without_a_visitor_is_not(client, app,
+                                                                             std_site):
+    for anonymous_id in ("-", ...):
+        response = client.post("/api/goals", json=goal(anonymous_id=anonymous_id,
+                                                       session_id="-"),
+                               headers=std_site.write_headers(**{"User-Agent": CHROME_UA}),
+                               environ_base={"REMOTE_ADDR": HOME})
+        assert response.get_json() == {"success": True}
+    marked, unmarked = stored_events(app)
+    assert (marked.storage_free, unmarked.storage_free) == (True, None)
+    assert unmarked.anonymous_id is None and marked.session_id == unmarked.session_id
+    with db(app):  # the visit holds a storage-free event: it is storage-free
+        assert Visit.get(Visit.session_id == marked.session_id).storage_free is True

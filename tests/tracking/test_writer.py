@@ -3,6 +3,7 @@ own outcome, a failed commit fails exactly the batches it carried, a batch id is
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from peewee import IntegrityError
@@ -182,6 +183,20 @@ def test_null_columns_are_sent_as_absent_and_stored_as_null(app, std_site, group
     assert [(event["name"], event["properties"], event["page_title"], event["referrer"],
              event["utm_source"], event["path"], event["user_id"]) for event in stored] == [
         ("signup", {"plan": None, "seats": 0}, None, None, None, "/p", None)] * group
+
+
+@pytest.mark.parametrize("group", [1, 2], ids=["single statement", "group statement"])
+def test_the_storage_free_mark_is_stored_true_or_null(app, std_site, group):
+    """A batch whose visitor id ingest derived is stored storage_free TRUE, every other NULL
+    (never FALSE), by the single-batch statement and the group statement alike."""
+    site = std_site.site.id
+    rows = [replace(store_rows(site, f"free-{number}", events=2), storage_free=number == 0)
+            for number in range(group)]
+    with db(app):
+        assert [outcome.stored for outcome in store.store_group(rows)] == [True] * group
+        stored = [row.storage_free for row in Event.select().where(Event.site_id == site)
+                  .order_by(Event.id)]
+    assert stored == [True, True, None, None][:2 * group]
 
 
 def test_a_request_queued_behind_a_stuck_commit_gives_up_at_its_deadline(app, std_site):
