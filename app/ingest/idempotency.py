@@ -28,6 +28,7 @@ from typing import Any
 from flask import Response, current_app, g, request
 
 from app.runtime import tally
+from app.storage import durable
 from app.web.errors import ApiError
 from models import IdempotencyKey, database
 from models.ingest_tally import DUPLICATE_IDEMPOTENCY_KEY
@@ -94,6 +95,7 @@ def answer_once(site_id: int, endpoint: str, key: str, store: Callable[[], Any],
     now = now or utcnow()
     with database.atomic() as transaction:
         if not _claim(site_id, endpoint, key, now):
+            durable.confirm()  # a 200 only once the first copy is on the standby too
             tally.add(site_id, DUPLICATE_IDEMPOTENCY_KEY)  # egis_duplicates_total too
             return _repeat(site_id, endpoint, key)
         response = current_app.make_response(store())

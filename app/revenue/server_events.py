@@ -18,6 +18,7 @@ from peewee import IntegrityError
 from app.ingest.privacy import strip_money
 from app.revenue.money import MoneyError, normalize_currency, to_minor_units
 from app.runtime import metrics, tally
+from app.storage import durable
 from app.storage.dialect import current
 from models import ServerEvent, Site, database
 from models.ingest_tally import DUPLICATE_ORDER
@@ -109,6 +110,7 @@ def record(site: Site, event: NewServerEvent, now: datetime | None = None) -> Re
     if inserted:
         metrics.count_server_event_stored()
         return Recorded(id=str(row["uid"]), duplicate=False)
+    durable.confirm()  # a 200 only once the first copy is on the standby too
     tally.add(site.id, DUPLICATE_ORDER)  # and egis_duplicates_total{kind="order"}
     return Recorded(id=_existing_uid(site.id, event.order_id), duplicate=True)
 

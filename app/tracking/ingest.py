@@ -15,6 +15,7 @@ from app.context.request import NO_CONTEXT, RequestContext
 from app.ingest.privacy import sanitize_form_submit, strip_money
 from app.rollups import timer as rollups
 from app.runtime import metrics, tally
+from app.storage import durable
 from app.tracking import quota, store
 from app.tracking.writer import MAX_GROUPED_EVENTS, GroupWriter
 from app.web.schema import MAX_EPOCH_MS, MAX_EVENT_AGE_MS
@@ -135,6 +136,7 @@ def ingest_batch(site: Site, batch: dict[str, Any], received_at: datetime,
     else:
         outcome = store.store(batch_rows)
     if not outcome.stored:
+        durable.confirm()  # a 200 only once the first copy is on the standby too
         tally.add(site.id, DUPLICATE)
         return IngestResult(count=outcome.count, duplicate=True, sampled=decision.sampling)
     usage.add(site.id, period, len(rows))

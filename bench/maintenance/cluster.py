@@ -205,8 +205,8 @@ def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
     cluster.heal()
     leader = cluster.leader()
     assert leader is not None
-    url = multi_host_url([leader, *(n for n in cluster.nodes if n is not leader)],
-                         "bench_zombie")
+    fresh_database(cluster.admin_url("postgres"), prefix)
+    url = multi_host_url([leader, *(n for n in cluster.nodes if n is not leader)], prefix)
     site = migrated_site(url)
     server = launch_server(url, scratch, workers=args.workers,
                            env={**UNLIMITED, "EGIS_REQUEST_DEADLINE_SECONDS": str(args.deadline)},
@@ -227,6 +227,8 @@ def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
         load.stop()
     finally:
         stop_server(server)
+    acknowledged = {a.batch_id for a in load.answers if a.status == 200}
+    lost = acknowledged - stored_batches(cluster.admin_url(prefix), prefix)
     while_zombie = [a for a in load.answers if promoted_at < a.at <= fenced_at]
     back = min(a.at for a in load.answers if a.status == 200 and a.at > fenced_at)
     return (f"no 200 for {load.longest_outage():.1f} s (the new leader promoted "
@@ -235,17 +237,27 @@ def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
             f"{sum(a.status == 200 for a in while_zombie)} of them 200, statuses "
             f"{sorted({a.status for a in load.answers})}, slowest "
             f"{max(a.seconds for a in load.answers):.1f} s; the first 200 "
-            f"{back - fenced_at:.1f} s after its Patroni restarted")
+            f"{back - fenced_at:.1f} s after its Patroni restarted; "
+            f"{sum(a.duplicate for a in while_zombie)} answered duplicate; "
+            f"{len(lost)} of {len(acknowledged)} acknowledged batches not stored")
+
+
+def stored_batches(url: str, prefix: str) -> set[str]:
+    connection = psycopg2.connect(url, connect_timeout=5)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT batch_key FROM batch WHERE batch_key LIKE %s", (f"{prefix}-%",))
+            return {row[0] for row in cursor.fetchall()}
+    finally:
+        connection.close()
 
 
 def zombie_without_haproxy(cluster: PatroniCluster, args: argparse.Namespace,
                            scratch: Path) -> None:
     """What a zombie primary costs egis on a bare multi-host URL (no HAProxy to fence it)."""
-    cluster.heal()
-    fresh_database(cluster.admin_url("postgres"), "bench_zombie")
     for run in range(args.zombie_runs):
         print(f"zombie without HAProxy, run {run + 1}: "
-              f"{zombie_run(cluster, args, scratch, f'z{run}')}", flush=True)
+              f"{zombie_run(cluster, args, scratch, f'bench_zombie_{run}')}", flush=True)
     cluster.heal()
 
 

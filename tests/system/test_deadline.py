@@ -53,15 +53,20 @@ class Server:
             assert time.monotonic() < deadline, "the setting was not reloaded"
             time.sleep(0.05)
 
-    def post(self, body: dict) -> tuple[int, dict, dict, float]:
+    def post(self, body: dict, path: str = "/api/events", headers: dict | None = None,
+             live: LiveServer | None = None) -> tuple[int, dict, dict, float]:
         started = time.monotonic()
-        status, headers, answer = post_live(self.live.url, orjson.dumps(body),
-                                            self.site.write_headers(), timeout=30)
+        status, headers, answer = post_live((live or self.live).url, orjson.dumps(body),
+                                            headers or self.site.write_headers(), path=path,
+                                            timeout=30)
         named = {name.lower(): value for name, value in dict(headers).items()}  # granian lowers
         return status, named, answer, time.monotonic() - started
 
     def stored(self, batch_key: str) -> int:
         return self.sql(f"SELECT count(*) FROM batch WHERE batch_key = '{batch_key}'")[0][0]
+
+    def orders(self, order_id: str) -> int:
+        return self.sql(f"SELECT count(*) FROM server_event WHERE order_id = '{order_id}'")[0][0]
 
     def waiting_backends(self) -> int:
         """Sessions of the server (egis's) other than this one still waiting for a standby."""
@@ -132,3 +137,48 @@ def test_a_frozen_server_is_cut_at_the_deadline(server: Server):
     status, _, answer, _ = server.post(after)
     assert status == 200, answer
     assert server.stored(after["id"]) == 1
+
+
+ORDER = {"eventName": "purchase", "currency": "USD", "amount": 12.5, "orderId": "o-durable"}
+GOAL = {"goal_name": "signup", "anonymous_id": "a-durable"}
+
+
+def _sends(server: Server, live: LiveServer, first: dict) -> list[tuple[int, dict, float]]:
+    """(status, answer, seconds) of sending the batch `first`, ORDER and GOAL."""
+    found = []
+    for body, path, headers in (
+            (first, "/api/events", server.site.write_headers()),
+            (ORDER, "/api/server/events", server.site.server_headers()),
+            (GOAL, "/api/goals", server.site.write_headers(**{"Idempotency-Key": "goal-d"}))):
+        status, _, answer, took = server.post(body, path, headers, live)
+        found.append((status, answer, took))
+    return found
+
+
+def test_a_duplicate_is_answered_once_a_standby_holds_its_first_copy(
+        server: Server, tmp_path_factory: pytest.TempPathFactory):
+    # A server as deployed: a duplicate's tally is counted in memory, so answering it writes
+    # nothing (the module's server writes its tallies in each request, which would wait).
+    live = launch_server(server.cluster.url_of("egis"), tmp_path_factory.mktemp("durable"),
+                         workers=1, env={"EGIS_REQUEST_DEADLINE_SECONDS": str(DEADLINE)})
+    try:
+        first = batch(2)
+        assert [status for status, *_ in _sends(server, live, first)] == [200, 200, 200]
+        # The valid variant: with no standby required, every resend is a 200 duplicate.
+        assert all(status == 200 and answer["duplicate"] is True
+                   for status, answer, _ in _sends(server, live, first))
+
+        # Now commits need a standby, and none holds the first copies: no resend is
+        # acknowledged (the first copies could be lost with this server).
+        server.require_standby(NOBODY)
+        try:
+            for status, answer, took in _sends(server, live, first):
+                assert status == 503, answer
+                assert took < DEADLINE + SLACK, f"answered after {took:.1f} s"
+        finally:
+            server.require_standby("''")
+        assert all(status == 200 and answer["duplicate"] is True
+                   for status, answer, _ in _sends(server, live, first))
+    finally:
+        stop_server(live)
+    assert server.stored(first["id"]) == 1 and server.orders(ORDER["orderId"]) == 1
