@@ -229,6 +229,7 @@ def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
         stop_server(server)
     acknowledged = {a.batch_id for a in load.answers if a.status == 200}
     lost = acknowledged - stored_batches(cluster.admin_url(prefix), prefix)
+    lost_at = sorted(a.at for a in load.answers if a.status == 200 and a.batch_id in lost)
     while_zombie = [a for a in load.answers if promoted_at < a.at <= fenced_at]
     back = min(a.at for a in load.answers if a.status == 200 and a.at > fenced_at)
     return (f"no 200 for {load.longest_outage():.1f} s (the new leader promoted "
@@ -239,7 +240,9 @@ def zombie_run(cluster: PatroniCluster, args: argparse.Namespace, scratch: Path,
             f"{max(a.seconds for a in load.answers):.1f} s; the first 200 "
             f"{back - fenced_at:.1f} s after its Patroni restarted; "
             f"{sum(a.duplicate for a in while_zombie)} answered duplicate; "
-            f"{len(lost)} of {len(acknowledged)} acknowledged batches not stored")
+            f"{len(lost)} of {len(acknowledged)} acknowledged batches not stored (answered "
+            f"{', '.join(f'{at - fenced_at:+.1f}' for at in lost_at) or '-'} s from the "
+            "restart)")
 
 
 def stored_batches(url: str, prefix: str) -> set[str]:
