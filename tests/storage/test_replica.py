@@ -18,7 +18,7 @@ import psycopg2
 import pytest
 
 from app.storage.db import release_connections
-from tests.fixtures.cluster import Cluster, migrated_site
+from tests.fixtures.cluster import Cluster, migrated_site, sql_rows
 from tests.fixtures.database import BACKEND, SiteKeys
 from tests.fixtures.rollups import live_json, live_tool, metric, visit_batch
 from tests.fixtures.servers import LiveServer, launch_server, stop_server
@@ -45,14 +45,7 @@ class Pair:
     posted: int = 0
 
     def sql(self, cluster: Cluster, statement: str) -> list[tuple]:
-        connection = psycopg2.connect(cluster.url, connect_timeout=5)
-        connection.autocommit = True
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(statement)
-                return cursor.fetchall() if cursor.description else []
-        finally:
-            connection.close()
+        return sql_rows(cluster.url, statement)
 
     def post_visit(self, views: int = 2) -> None:
         self.posted += 1

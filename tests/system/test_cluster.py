@@ -17,7 +17,7 @@ import orjson
 import psycopg2
 import pytest
 
-from tests.fixtures.cluster import migrated_site
+from tests.fixtures.cluster import migrated_site, sql_rows
 from tests.fixtures.database import BACKEND, SiteKeys
 from tests.fixtures.load import Load
 from tests.fixtures.patroni import Node, PatroniCluster, missing_binaries, wait_until
@@ -182,25 +182,13 @@ def _batch_keys_on(node: Node, key: str) -> set[str]:
         connection.close()
 
 
-def _sql(url: str, statement: str) -> list[tuple]:
-    """`statement` run on `url` in autocommit (every row it returns)."""
-    connection = psycopg2.connect(url, connect_timeout=5)
-    connection.autocommit = True
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            return cursor.fetchall() if cursor.description else []
-    finally:
-        connection.close()
-
-
 def _notes(node: Node) -> list[str]:
-    return [row[0] for row in _sql(node.url, "SELECT note FROM rewind_note ORDER BY note")]
+    return [row[0] for row in sql_rows(node.url, "SELECT note FROM rewind_note ORDER BY note")]
 
 
 def _timeline(node: Node) -> int | None:
     """The timeline a primary writes on, or the one a standby receives (None: not streaming)."""
-    found = _sql(node.url, "SELECT CASE WHEN pg_is_in_recovery() THEN (SELECT received_tli "
+    found = sql_rows(node.url, "SELECT CASE WHEN pg_is_in_recovery() THEN (SELECT received_tli "
                            "FROM pg_stat_wal_receiver) ELSE ('x' || substr(pg_walfile_name("
                            "pg_current_wal_lsn()), 1, 8))::bit(32)::int END")
     return found[0][0]
@@ -208,7 +196,7 @@ def _timeline(node: Node) -> int | None:
 
 def test_g_the_old_leader_rejoins_through_pg_rewind(whole: Setup):
     leader = _leader(whole)
-    _sql(whole.cluster.url, "CREATE TABLE IF NOT EXISTS rewind_note (note text)")
+    sql_rows(whole.cluster.url, "CREATE TABLE IF NOT EXISTS rewind_note (note text)")
     load = whole.load("rewind")
     time.sleep(1)
     failed_at = time.monotonic()
@@ -217,11 +205,12 @@ def test_g_the_old_leader_rejoins_through_pg_rewind(whole: Setup):
                             and found, BACK_WITHIN + 30, "a new leader")
     # Patroni names itself leader before its postgres is promoted; until then it still streams
     # from the zombie.
-    wait_until(lambda: _sql(new_leader.url, "SELECT NOT pg_is_in_recovery()")[0][0], 30,
+    wait_until(lambda: sql_rows(new_leader.url, "SELECT NOT pg_is_in_recovery()")[0][0], 30,
                "the new leader promoted")
     # A client past HAProxy writes on the zombie after the failover: committed there alone
     # (its standbys follow the new leader), WAL the new timeline never had.
-    _sql(leader.url, "SET synchronous_commit = local; INSERT INTO rewind_note VALUES ('zombie')")
+    sql_rows(leader.url,
+             "SET synchronous_commit = local; INSERT INTO rewind_note VALUES ('zombie')")
     assert _notes(leader) == ["zombie"] and _notes(new_leader) == []
     whole.cluster.stop_postgres(leader)  # and then the old leader's machine goes down
     wait_until(lambda: load.ok_after(failed_at + 1), BACK_WITHIN + 30, "ingest to be back")
