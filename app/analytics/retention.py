@@ -6,8 +6,9 @@ What it reads, and why:
 - the visit table (models.Visit, merged after ingest): the visits that place a visitor in a
   cohort are `query`'s visits of the range (period_rows.visits_cte), so the `filters` are
   compiled as `query` compiles them (filters.compile_filters); a visitor's first visit egis
-  holds is the earliest `started_at` of its visit rows, one index lookup per visitor rather than
-  a scan of its events; a return "any visit" is a visit row begun in the interval;
+  holds is the earliest `started_at` of its visit rows, every visitor's read in one pass
+  (app.storage.dialect.earliest) rather than from its events; a return "any visit" is a visit
+  row begun in the interval;
 - the event table for a return on a page, goal or custom event (the events matching it, an
   index range as a funnel step's: funnel.step_events);
 - the placing visits' storage-free mark (models.Visit.storage_free): a storage-free visitor's

@@ -14,10 +14,10 @@ A commit's wait for the standby covers all the WAL before it. So before a duplic
 answered, `confirm` commits one transaction that writes one WAL record and nothing else (a
 transactional pg_logical_emit_message, which any wal_level takes; an xid alone, from
 pg_current_xact_id, writes nothing before its commit, and PostgreSQL does not make such a
-commit wait): it returns once the standby holds the first copy too,
-and on a zombie it waits until the request's deadline (503; app.storage.deadline). Only where
-synchronous replication is on (`synchronous_standby_names`): a lone PostgreSQL or SQLite, whose
-commits are durable when they return, pays nothing.
+commit wait): it returns once the standby holds the first copy too, and on a zombie it waits
+until the request's deadline (503; app.storage.deadline). Only where synchronous replication is
+on (`synchronous_standby_names`): on a lone PostgreSQL the statement writes nothing and its
+commit waits for nothing, and SQLite, whose commits are durable when they return, skips it.
 """
 from app.storage.db import is_postgres
 from models import database
