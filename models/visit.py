@@ -74,6 +74,11 @@ class Visit(BaseModel):
     utm_campaign = TextField(null=True)
     utm_content = TextField(null=True)
     utm_term = TextField(null=True)
+    # its path head (app.rollups.visit_paths): its first nodes (page views, goals) folded, a
+    # JSON array; NULL until a node is merged. Kept by the merge, never by the upsert's rules.
+    path_head = TextField(null=True)
+    path_end_at = DateTimeField(null=True)  # its last node's occurred_at
+    path_weight = FloatField(null=True)  # the largest weight of its nodes
 
     class Meta:
         indexes = (

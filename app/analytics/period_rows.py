@@ -133,6 +133,13 @@ def typed_visits(site: Site, built: list[Any], base: Any, names: list[str], name
     return [*built, base, *ranking, firsts], typed.cte(name)
 
 
+def inside_visits(site: Site, period: Period) -> Any:
+    """The visit rows (a condition on models.Visit) of the visits whose events all lie in
+    `period`: the rows a read takes as they are, beside the Edges derived from their events."""
+    return ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
+            & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
+
+
 def _visits(site: Site, period: Period, columns: set[str], name: str,
             sessions: Any) -> tuple[list[Any], Any]:
     """(the CTEs it needs, the CTE) of one row per visit of `period` (a session id with a page
@@ -147,8 +154,7 @@ def _visits(site: Site, period: Period, columns: set[str], name: str,
     read and joined. A rolling window's visits are `_active_visits`."""
     if period.rolling:
         return _active_visits(site, period, columns, name, sessions)
-    inside = ((Visit.site_id == site.id) & (Visit.started_at >= period.start)
-              & (Visit.ended_at < period.end) & (Visit.pageviews > 0))
+    inside = inside_visits(site, period)
     if sessions is not None:
         inside &= Visit.session_id.in_(sessions)
     whole = Visit.select(*_visit_values(Visit, columns)).where(inside)

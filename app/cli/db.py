@@ -10,6 +10,7 @@ from playhouse.migrations import Runner
 
 from app.cli.common import connected
 from app.rollups.merging import merge
+from app.rollups.visit_paths import derive_every_head
 from app.storage import partitions
 from app.storage.dialect import current
 from app.tracking.backfill import fill_derived_columns
@@ -19,7 +20,8 @@ MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "migra
 MIGRATION_LOCK_ID = 0x6567_6973  # "egis": one upgrade at a time on a PostgreSQL server
 
 # What a migration asked to be run with this version's code (it names the task, in upgrade_task).
-UPGRADE_TASKS: dict[str, Callable[[], None]] = {"derived_columns": fill_derived_columns}
+UPGRADE_TASKS: dict[str, Callable[[], None]] = {"derived_columns": fill_derived_columns,
+                                                 "visit_paths": derive_every_head}
 
 db_cli = AppGroup("db", help="Database schema.")
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from peewee import SQL, Select
 
-from app.rollups import event_slots, visit_pages, visits
+from app.rollups import event_slots, visit_pages, visit_paths, visits
 from app.rollups.mark import drawn_id, inserts_ended, largest_id, mark, set_mark, whole_through
 from app.storage.dialect import Dialect, current
 from models import Event, database
@@ -64,10 +64,12 @@ def _render_merge_statements(dialect: Dialect) -> tuple[tuple[str, tuple[Any, ..
 
 
 def _add(after: int, through: int) -> None:
-    """Merge the events whose ids are in (after, through] into the three tables."""
+    """Merge the events whose ids are in (after, through] into the three tables, then the
+    visits' path heads (visit_paths: Python's fold, after the upsert made their rows)."""
     for sql, params in _merge_statements(current()):
         database.execute_sql(sql, [after if value == _AFTER else through if value == _THROUGH
                                    else value for value in params])
+    visit_paths.merge(after, through)
 
 
 def _merge_through(through: int) -> int:

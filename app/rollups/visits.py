@@ -23,7 +23,7 @@ from typing import Any
 
 from peewee import SQL, Case, Select, fn
 
-from app.rollups import upserts, visit_pages
+from app.rollups import upserts, visit_pages, visit_paths
 from app.storage.dialect import Dialect, current, wide
 from models import Event, Visit, VisitPage, database
 from models.visit import CONTEXT_COLUMNS, INTERACTIONS
@@ -199,4 +199,5 @@ def _rebuild_scope(site_id: int | None, session_ids: list[str] | None, through: 
             ordered = Select([rows.alias("rows")], [SQL("*")]).order_by(SQL('"started_at"'))
             upserts.replace_rows(model, columns, tables[model], ordered,
                                  site_id is None and session_ids is None)
+        visit_paths.rebuild(scope)
     return Visit.select().where(tables[Visit]).count()

@@ -61,6 +61,11 @@ class PostgresDialect:
         """No time limit for the rest of the transaction (an upgrade's backfill)."""
         database.execute_sql("SET LOCAL statement_timeout = 0")
 
+    def streaming_cursor(self) -> Any:
+        """A cursor that fetches its rows as they are asked for (a server-side cursor; WITH
+        HOLD, as the pool's connections run in autocommit between Peewee's transactions)."""
+        return database.connection().cursor(name="egis_stream", withhold=True)
+
     # --- Locks -----------------------------------------------------------------------------
 
     @contextmanager

@@ -54,6 +54,10 @@ class SqliteDialect:
     def no_statement_timeout(self) -> None:
         """SQLite has no statement timeout."""
 
+    def streaming_cursor(self) -> Any:
+        """A cursor: SQLite's steps through its rows as they are fetched."""
+        return database.cursor()
+
     # --- Locks: one file, one writer -------------------------------------------------------
 
     def held_for_session(self, lock_id: int) -> Any:

@@ -1,10 +1,12 @@
 """The `paths` tool over tests/analytics/journeys.py's nine weeks, its steps, links and top
 paths worked out by hand from the visits listed there, through /api/mcp."""
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import pytest
 
 from models import database
+from tests.fixtures.funnel import row, store
 from tests.fixtures.helpers import tool_result
 from tests.fixtures.journeys import WEIGHTED, place, today, week_start
 
@@ -144,3 +146,34 @@ def test_a_sampled_visit_weighs_its_weight(app, std_site, ask):
     # the four visits through /pricing, and F's (weight 2): /docs, then it ended
     assert (result["visits"], result["estimated"]) == (6, True)
     assert steps(result) == [[("/docs", 3), ("/signup", 2), ("goal:Signup", 1)]]
+
+
+def test_from_the_entry_a_visit_across_the_periods_edge_has_its_nodes_in_it(app, std_site):
+    """A visit from 23:50 to 00:20 (the site's zone, UTC here) across midnight: each day's
+    paths from the entry hold its nodes of that day (the edge read from its events), beside a
+    visit inside the day (read from its visit row's head)."""
+    site = std_site.site
+    midnight = datetime.combine(datetime.now(UTC).date() - timedelta(days=3), time())
+    rows = [row(site, "x", "v-x", "pageview", midnight + timedelta(minutes=minute), path=path)
+            for minute, path in ((-10, "/late"), (10, "/night"), (20, "/morning"))]
+    rows += [row(site, "y", "v-y", "pageview", midnight + timedelta(minutes=minute), path=path)
+             for minute, path in ((30, "/a"), (31, "/a"), (32, "/b"))]
+    with app.app_context(), database.connection_context():
+        site.timezone = "UTC"
+        site.save()
+        store(rows)
+    client = app.test_client()
+
+    def top_paths(first: date, last: date) -> list[tuple[list[str], int]]:
+        result = tool_result(client, std_site.server_headers(), "paths",
+                             {"from": first.isoformat(), "to": last.isoformat()})
+        assert result["isError"] is False, result
+        return top(result["structuredContent"])
+
+    day = midnight.date()
+    assert top_paths(day, day) == [(["/a", "/b", "(exit)"], 1),
+                                   (["/night", "/morning", "(exit)"], 1)]
+    before = day - timedelta(days=1)
+    assert top_paths(before, before) == [(["/late", "(exit)"], 1)]
+    assert top_paths(before, day) == [(["/a", "/b", "(exit)"], 1),
+                                      (["/late", "/night", "/morning"], 1)]

@@ -215,17 +215,24 @@ def test_the_mark_is_one_row(lazy_app, lazy_client, make_site):
         assert [(row.id, row.merged_through) for row in RollupMark.select()] == [(1, 3)]
 
 
+# the columns of later migrations that the live code deriving visit rows writes or reads
+LATER_COLUMNS = (("event", "storage_free", "BOOLEAN"), ("visit", "storage_free", "BOOLEAN"),
+                 ("visit", "path_head", "TEXT"), ("visit", "path_end_at", "TIMESTAMP"),
+                 ("visit", "path_weight", "REAL"))
+
+
 @contextmanager
-def lent_storage_free() -> Iterator[None]:
-    """The columns storage_free (migration 0020) on a database migrated to before them, while
-    the block runs: the live code that derives the rows the version before kept reads them."""
-    for table in ("event", "visit"):
-        database.execute_sql(f"ALTER TABLE {table} ADD COLUMN storage_free BOOLEAN")
+def lent_later_columns() -> Iterator[None]:
+    """The columns of migrations 0020 (storage_free) and 0021 (path heads) on a database
+    migrated to before them, while the block runs: the live code that derives the rows the
+    version before kept reads and writes them."""
+    for table, column, kind in LATER_COLUMNS:
+        database.execute_sql(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     try:
         yield
     finally:
-        for table in ("event", "visit"):
-            database.execute_sql(f"ALTER TABLE {table} DROP COLUMN storage_free")
+        for table, column, _ in LATER_COLUMNS:
+            database.execute_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
 
 
 def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_url):
@@ -243,7 +250,7 @@ def test_the_upgrade_marks_every_event_stored_before_it_merged(make_app, fresh_u
     with db(app):
         Runner(database.obj, directory=MIGRATIONS_DIR).up(target="0013_named_properties")
         add("s-1", 3)
-        with lent_storage_free():
+        with lent_later_columns():
             visits.rebuild(through=3)  # what the version before kept at ingest
         event_slots.rebuild(through=3)
     result = app.test_cli_runner().invoke(args=["db", "upgrade"])
