@@ -56,6 +56,12 @@ def reads_in_parallel() -> bool:
     return current().reads_in_parallel
 
 
+def orders_visits_by_visitor() -> bool:
+    """Whether an index holds each visitor's visits in time order (PostgreSQL's
+    visit_first_visits), so that a read in that order needs no sort."""
+    return current().orders_visits_by_visitor
+
+
 # --- One read transaction --------------------------------------------------------------------
 
 class QueryTimeoutError(Exception):

@@ -34,6 +34,8 @@ def _json_member(column: Any, key: str, operator: str) -> Expression:
 class PostgresDialect:
     has_grouping_sets = True
     reads_in_parallel = True  # the pool: a second connection reads beside the first
+    # the index visit_first_visits (migrations 0019, 0022): each visitor's visits in order
+    orders_visits_by_visitor = True
     one_writer = False  # ids drawn from a sequence, committed in any order
     partitions_events = True  # the event table's monthly partitions (app.storage.partitions)
     empties_by_truncate = True  # a DELETE of every row would leave them all dead

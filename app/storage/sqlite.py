@@ -25,6 +25,7 @@ def sqlite_regexp(regex: str, value: Any) -> bool:
 class SqliteDialect:
     has_grouping_sets = False
     reads_in_parallel = False  # one file, one writer, small data: reads in turn
+    orders_visits_by_visitor = False  # no index of each visitor's visits: it would sort them
     # Every committed id is final within the write lock, and a new row gets the largest id
     # left plus one.
     one_writer = True

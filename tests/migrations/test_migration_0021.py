@@ -52,7 +52,9 @@ def test_the_upgrade_derives_every_visits_head_and_down_takes_them_away(make_app
         UpgradeTask.delete().execute()  # 0016's task, done long ago
     runner = app.test_cli_runner()
     outputs = [runner.invoke(args=["db", "upgrade"]).output.strip() for _ in range(2)]
-    assert outputs == [f"Applied: {MIGRATION}", "Schema is up to date."]
+    # it first (those after it too), then nothing
+    assert outputs[0].removeprefix("Applied: ").split(", ")[0] == MIGRATION
+    assert outputs[1] == "Schema is up to date."
     with db(app):
         assert UpgradeTask.select().count() == 0
         derived = heads()
