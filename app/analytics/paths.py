@@ -12,7 +12,7 @@ page view in the period, `filters` as in `funnel`). From the entry, a path reads
 a visit's first MAX_STEPS nodes, which the visit table keeps (models.Visit.path_head,
 app.rollups.visit_paths): the visits inside the period are their heads, grouped by the database
 (one row per distinct head), and only the few across its edges (period_rows.edges) are read from
-their events: 3.9 s -> 0.3 s at 10 M events over 30 days (bench/README.md). From a page or goal
+their events: 3.9 s -> 0.55 s at 10 M events over 30 days (bench/README.md). From a page or goal
 the anchor may lie deeper than any head, so the events are read, narrowed to the sessions that
 have a node matching it (an index range as a funnel step's: funnel.step_events) and ordered by
 the database; Python folds them into paths. Either way the visits are counted per distinct

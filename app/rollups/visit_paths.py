@@ -12,10 +12,12 @@ the events of its id range to `merge`, which extends each session's stored head 
 nodes when they come after the stored ones (every merged event has a larger id than those
 merged before, so a node at the same time comes after). A node earlier than the stored last one
 (a batch stored late) cannot be placed from the head: that session's head is derived again from
-all its events (`_derived`, a rare index range). Rebuilds (visits.rebuild: erasure, pruning,
-backfill, the benchmark's seeding) derive the heads of the visits they rebuild from their
-events (`rebuild`). SQLite 3.40 has no ordered aggregate (string_agg ... ORDER BY), so a SQL
-derivation would have needed two spellings and a second fold for the merge.
+all its events (`_derived`, a rare index range), as is a head-less session whose events began
+before its new nodes (a visit merged by the version before migration 0021). Rebuilds
+(visits.rebuild: erasure, pruning, backfill, the benchmark's seeding) derive the heads of the
+visits they rebuild from their events (`rebuild`). SQLite 3.40 has no ordered aggregate
+(string_agg ... ORDER BY), so a SQL derivation would have needed two spellings and a second
+fold for the merge. What it adds to a merge is in bench/README.md ("Merging the rollups").
 
 The head is a JSON array: any path or goal name is a value, with no separator to escape.
 """
@@ -24,16 +26,17 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from peewee import Case, Value, ValuesList, fn
+from peewee import Case, Value, fn
 
 from app.rollups.mark import mark
 from app.storage.dialect import current
 from models import Event, Visit, database
+from models.event import readable_through
 
 HEAD_NODES = 10  # app.analytics.paths.MAX_STEPS: a path from the entry reads no further
 GOAL_PREFIX = "goal:"
 NODE_TYPES = ("pageview", "goal")
-STORE_ROWS = 500  # heads written per statement
+STORE_ROWS = 2_000  # heads written per statement (10,000 parameters: SQLite allows 32,766)
 # (value, at, weight) of one node; a session's new nodes in order
 Node = tuple[str, datetime, float]
 
@@ -107,15 +110,19 @@ def _streamed(query: Any) -> Iterator[tuple[Any, ...]]:
 
 def _store(heads: list[tuple[int, str, str, datetime, float]]) -> None:
     """Write heads (site_id, session_id, path_head, path_end_at, path_weight) to their visit
-    rows, STORE_ROWS per statement (one UPDATE ... FROM a VALUES list)."""
+    rows, STORE_ROWS per statement: one UPDATE ... FROM a VALUES list, its text written here
+    (Peewee's ValuesList rendered 5,000 heads in about 150 ms, seven times what PostgreSQL then
+    took to write them)."""
+    mark = database.param
     for start in range(0, len(heads), STORE_ROWS):
-        rows = ValuesList(heads[start:start + STORE_ROWS]).cte(
-            "heads", columns=["site_id", "session_id", "head", "end_at", "weight"])
-        h = rows.c
-        (Visit.update({Visit.path_head: h.head, Visit.path_end_at: h.end_at,
-                       Visit.path_weight: h.weight})
-         .from_(rows).where((Visit.site_id == h.site_id) & (Visit.session_id == h.session_id))
-         .with_cte(rows).execute())
+        chunk = heads[start:start + STORE_ROWS]
+        values = ", ".join([f"({mark}, {mark}, {mark}, {mark}, {mark})"] * len(chunk))
+        database.execute_sql(
+            f"WITH heads (site_id, session_id, head, end_at, weight) AS (VALUES {values}) "
+            "UPDATE visit SET path_head = heads.head, path_end_at = heads.end_at, "
+            "path_weight = heads.weight FROM heads "
+            "WHERE visit.site_id = heads.site_id AND visit.session_id = heads.session_id",
+            [value for head in chunk for value in head])
 
 
 def rebuild(scope: Any) -> None:
@@ -130,13 +137,20 @@ def rebuild(scope: Any) -> None:
     _store(pending)
 
 
-def _stored(site_id: int, sessions: list[str]) -> dict[str, tuple[Any, ...]]:
-    """{session: (path_head, path_end_at, path_weight, started_at, ended_at)} of a site's
-    visit rows."""
-    rows = (Visit.select(Visit.session_id, Visit.path_head, Visit.path_end_at,
+def _stored(after: int, through: int) -> dict[tuple[int, str], tuple[Any, ...]]:
+    """{(site, session): (path_head, path_end_at, path_weight, started_at, ended_at)} of the
+    visit rows of the sessions with a node among the events in (after, through]: one
+    statement (IN lists of 500 sessions took 46 of a 50,000-event merge's 254 ms here)."""
+    sessions = (Event.select(Event.site_id, Event.session_id)
+                .where((Event.id > after) & (Event.id <= through)
+                       & Event.session_id.is_null(False) & Event.type.in_(NODE_TYPES))
+                .distinct().alias("merged_sessions"))
+    # a join, each visit row looked up by its key (as a row-value IN, SQLite scanned the table)
+    rows = (Visit.select(Visit.site_id, Visit.session_id, Visit.path_head, Visit.path_end_at,
                          Visit.path_weight, Visit.started_at, Visit.ended_at)
-            .where((Visit.site_id == site_id) & Visit.session_id.in_(sessions)).tuples())
-    return {row[0]: row[1:] for row in rows}
+            .join(sessions, on=(Visit.site_id == sessions.c.site_id)
+                  & (Visit.session_id == sessions.c.session_id)).tuples())
+    return {(row[0], row[1]): row[2:] for row in rows}
 
 
 def _derived(site_id: int, session_id: str, started_at: datetime, ended_at: datetime,
@@ -150,23 +164,28 @@ def _derived(site_id: int, session_id: str, started_at: datetime, ended_at: date
 
 def merge(after: int, through: int) -> None:
     """Extend the heads by the nodes of the events whose ids are in (after, through], within
-    the merge's transaction, after the visit upsert."""
-    new: dict[int, dict[str, list[Node]]] = {}
-    for (site_id, session_id), nodes in _sessions(
-            _node_rows((Event.id > after) & (Event.id <= through))):
-        new.setdefault(site_id, {})[session_id] = nodes
+    the merge's transaction, after the visit upsert. Outside any read's bound on the events
+    (models.event.readable_through), as the merge's own statements are rendered."""
+    token = readable_through.set(None)
+    try:
+        _merge(after, through)
+    finally:
+        readable_through.reset(token)
+
+
+def _merge(after: int, through: int) -> None:
+    stored = _stored(after, through)
     heads = []
-    for site_id, sessions in new.items():
-        stored = _stored(site_id, sorted(sessions))
-        for session_id, nodes in sessions.items():
-            head, end_at, weight, started_at, ended_at = stored[session_id]
-            if head is None:
-                heads.append((site_id, session_id, *_head(nodes)))
-            elif nodes[0][1] >= end_at:  # after the stored nodes: the head goes on
-                heads.append((site_id, session_id, *_head(nodes, decoded(head), weight)))
-            else:  # placed before a stored node: derived again from all its events
-                every = _derived(site_id, session_id, started_at, ended_at, through)
-                heads.append((site_id, session_id, *_head(every)))
+    for key, nodes in _sessions(_node_rows((Event.id > after) & (Event.id <= through))):
+        head, end_at, weight, started_at, ended_at = stored[key]
+        if head is None and started_at >= nodes[0][1]:  # its first events: a new head
+            heads.append((*key, *_head(nodes)))
+        elif head is not None and nodes[0][1] >= end_at:  # after the stored nodes: on
+            heads.append((*key, *_head(nodes, decoded(head), weight)))
+        else:  # before a stored node, or after events stored without a head (a visit
+            # merged by the version before 0021): derived again from all its events
+            every = _derived(*key, started_at, ended_at, through)
+            heads.append((*key, *_head(every)))
     _store(heads)
 
 

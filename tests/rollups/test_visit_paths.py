@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.rollups import merging
-from models import Event
+from models import Event, Visit
 from models.site import utcnow
 from tests.fixtures.funnel import row
 from tests.fixtures.helpers import db
@@ -77,4 +77,23 @@ def test_the_weight_is_the_largest_of_the_nodes_and_sessions_are_apart(app, std_
     assert merge_batch(app, site, [(1, "/docs")], weight=2.0)[2] == 2.0
     assert merge_batch(app, site, [(0, "/other")], session="s-2") == [
         ["/other"], START, 1.0]
+    assert_as_rebuilt(app)
+
+
+def test_a_session_merged_without_a_head_gets_one_from_all_its_events(app, std_site):
+    """Events merged before the session had a node (a click alone), or a visit merged by the
+    version before migration 0021 (its head NULL): the next nodes derive the head from all its
+    events."""
+    site = std_site.site
+    with db(app):
+        Event.insert_many([row(site, "s-1", "v-1", "click", START, path="/")]).execute()
+        merging.merge()
+    assert merge_batch(app, site, [(2, "/pricing")]) == [
+        ["/pricing"], START + timedelta(minutes=2), 1.0]
+    merge_batch(app, site, [(0, "/old"), (1, "goal:Old")], session="s-2")
+    with db(app):
+        Visit.update(path_head=None, path_end_at=None, path_weight=None).where(
+            Visit.session_id == "s-2").execute()
+    assert merge_batch(app, site, [(3, "/new")], session="s-2")[0] == ["/old", "goal:Old",
+                                                                       "/new"]
     assert_as_rebuilt(app)
