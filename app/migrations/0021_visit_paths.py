@@ -9,7 +9,9 @@ upgrade task `visit_paths`, which `flask db upgrade` runs right after the migrat
 the events after the mark are merged later, heads and all. The brief exclusive lock the ALTER
 needs waits at most LOCK_TIMEOUT, as in 0020.
 """
-from peewee import CharField, DateTimeField, FloatField, Model, PostgresqlDatabase, TextField
+from peewee import DateTimeField, FloatField, PostgresqlDatabase, TextField
+
+from app.migrations.frozen import ask_upgrade_task, forget_upgrade_task
 
 LOCK_TIMEOUT = "5s"
 TASK = "visit_paths"
@@ -17,25 +19,13 @@ COLUMNS = (("path_head", TextField(null=True)), ("path_end_at", DateTimeField(nu
            ("path_weight", FloatField(null=True)))
 
 
-def _tasks(db):
-    class UpgradeTask(Model):
-        name = CharField(max_length=64, primary_key=True)
-
-        class Meta:
-            database = db
-            table_name = "upgrade_task"
-
-    return UpgradeTask
-
-
 def up(migrator, db):
     if isinstance(db, PostgresqlDatabase):
         db.execute_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
     migrator.migrate(*(migrator.add_column("visit", name, field) for name, field in COLUMNS))
-    _tasks(db).insert(name=TASK).on_conflict_ignore().execute()
+    ask_upgrade_task(db, TASK)
 
 
 def down(migrator, db):
     migrator.migrate(*(migrator.drop_column("visit", name) for name, _ in COLUMNS))
-    tasks = _tasks(db)
-    tasks.delete().where(tasks.name == TASK).execute()
+    forget_upgrade_task(db, TASK)

@@ -25,3 +25,14 @@ def drop_postgres_indexes(db: Database, indexes: dict[str, str]) -> None:
     if isinstance(db, PostgresqlDatabase):
         for name in indexes:
             db.execute_sql(f"DROP INDEX IF EXISTS {name}")
+
+
+def ask_upgrade_task(db: Database, name: str) -> None:
+    """Ask `flask db upgrade` to run the upgrade task `name` (a row of upgrade_task, migration
+    0016's table) with the live code, right after the migrations."""
+    db.execute_sql(f"INSERT INTO upgrade_task (name) VALUES ('{name}') ON CONFLICT DO NOTHING")
+
+
+def forget_upgrade_task(db: Database, name: str) -> None:
+    """Take back what ask_upgrade_task asked, for a migration's down()."""
+    db.execute_sql(f"DELETE FROM upgrade_task WHERE name = '{name}'")
