@@ -157,9 +157,7 @@ def _entry_heads(site: Site, period: Period, steps: int, filters: Filters
                          fn.MAX(is_sampled(Visit.path_weight)))
             .where(where).group_by(Visit.path_head).tuples())
     for head, weight, sampled in rows:
-        values = visit_paths.decoded(head)
-        sequence = tuple(values[:steps]) if len(values) >= steps else (*values, EXIT)
-        yield sequence, float(weight), bool(sampled)
+        yield _cut(visit_paths.decoded(head), steps, EXIT), float(weight), bool(sampled)
 
 
 def _sequence(nodes: list[tuple[bool, str]], start: Any, end: Any, steps: int
@@ -183,6 +181,11 @@ def _sequence(nodes: list[tuple[bool, str]], start: Any, end: Any, steps: int
             index = at[0]
         following = values[index + 1:]
         closing = EXIT
+    return _cut(following, steps, closing)
+
+
+def _cut(following: list[str], steps: int, closing: str) -> tuple[str, ...]:
+    """The first `steps` values, or all of them and `closing` when the visit ends first."""
     return tuple(following[:steps]) if len(following) >= steps else (*following, closing)
 
 

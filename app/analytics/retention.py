@@ -121,14 +121,15 @@ def cohort_range(period: Period, interval: str, explicit: bool) -> Period:
 
 
 def _placing_visits(site: Site, cohorts: Period, horizon: Period, interval: str,
-                    filters: Filters) -> tuple[list[Any], Select]:
+                    filters: Filters, name: str = "placing_visits"
+                    ) -> tuple[list[Any], Select]:
     """(the CTEs it reads, the select of (visitor, bucket, w, storage_free)): per visitor and
     interval of the range, the visits that place it in a cohort (`query`'s visits, the filters
     applied), weighing their largest weight; storage_free 1 when one of them is storage-free
-    (models.Visit.storage_free), else 0."""
+    (models.Visit.storage_free), else 0. `name`: the visits' CTE."""
     filters = bind_site(filters, site.id)  # has_done reads the site's events
     built, visits = visits_cte(site, cohorts, visit_columns((), filters)
-                               | {"occurred_at", "storage_free"}, "placing_visits")
+                               | {"occurred_at", "storage_free"}, name)
     v = visits.c
     bucket = time_bucket(interval, v.occurred_at, horizon)
     where = v.visitor.is_null(False)
@@ -173,10 +174,17 @@ def _sums(site: Site, cohorts: Period, horizon: Period, interval: str, cohort: s
     current interval, any visit a return, no filters) is read in one ordered pass where an
     index orders each visitor's visits (retention_firsts, PostgreSQL: 1.7 s -> 0.9 s at 10 M
     events); SQLite, which would sort them, reads it as every table (0.36 s at 1 M)."""
-    if (cohort == "first_visit" and return_on is None and not filters and horizon == cohorts
+    if (cohort == "first_visit" and _placed_are_returns(cohorts, horizon, filters, return_on)
             and orders_visits_by_visitor()):
         return retention_firsts.sums(site, cohorts, interval)  # the same table, read faster
     return general_sums(site, cohorts, horizon, interval, cohort, filters, return_on)
+
+
+def _placed_are_returns(cohorts: Period, horizon: Period, filters: Filters,
+                        return_on: dict[str, str] | None) -> bool:
+    """Whether the returns are the placing visits themselves: any visit is a return, no filter
+    narrows the placing visits, and the horizon is the cohorts' range."""
+    return return_on is None and not filters and horizon == cohorts
 
 
 def general_sums(site: Site, cohorts: Period, horizon: Period, interval: str, cohort: str,
@@ -190,7 +198,7 @@ def general_sums(site: Site, cohorts: Period, horizon: Period, interval: str, co
     placed = placing.cte(PLACED, materialized=True)
     more, members = _members(site, cohorts, horizon, interval, cohort, placed)
     ctes = [*built, placed, *more] + ([] if members is placed else [members])
-    if return_on is None and not filters and horizon == cohorts:
+    if _placed_are_returns(cohorts, horizon, filters, return_on):
         # under a second name: the members may be `placed` itself
         returns = Table(PLACED, alias="returns")
     else:
@@ -218,13 +226,8 @@ def _returns(site: Site, horizon: Period, interval: str, return_on: dict[str, st
     """(the CTEs it reads, the select of (visitor, bucket)): the intervals of the horizon in
     which a visitor came back, by a visit of the horizon (`query`'s visits, as the placing
     visits are read) or by an event matching `return_on`."""
-    if return_on is None:
-        built, visits = visits_cte(site, horizon, {"occurred_at"}, "return_visits")
-        v = visits.c
-        bucket = time_bucket(interval, v.occurred_at, horizon)
-        return [*built, visits], (Select([visits], [v.visitor.alias("visitor"),
-                                                    bucket.alias("bucket")])
-                                  .where(v.visitor.is_null(False)).group_by(v.visitor, bucket))
+    if return_on is None:  # the visits of the horizon, as those that place a visitor
+        return _placing_visits(site, horizon, horizon, interval, (), "return_visits")
     bucket = time_bucket(interval, Event.occurred_at, horizon)
     return [], (Event.select(Event.anonymous_id.alias("visitor"), bucket.alias("bucket"))
                 .where(event_scope(site.id, horizon) & Event.anonymous_id.is_null(False)

@@ -113,10 +113,10 @@ def _store(heads: list[tuple[int, str, str, datetime, float]]) -> None:
     rows, STORE_ROWS per statement: one UPDATE ... FROM a VALUES list, its text written here
     (Peewee's ValuesList rendered 5,000 heads in about 150 ms, seven times what PostgreSQL then
     took to write them)."""
-    mark = database.param
+    param = database.param
     for start in range(0, len(heads), STORE_ROWS):
         chunk = heads[start:start + STORE_ROWS]
-        values = ", ".join([f"({mark}, {mark}, {mark}, {mark}, {mark})"] * len(chunk))
+        values = ", ".join([f"({', '.join([param] * 5)})"] * len(chunk))
         database.execute_sql(
             f"WITH heads (site_id, session_id, head, end_at, weight) AS (VALUES {values}) "
             "UPDATE visit SET path_head = heads.head, path_end_at = heads.end_at, "
@@ -174,9 +174,12 @@ def merge(after: int, through: int) -> None:
 
 
 def _merge(after: int, through: int) -> None:
+    new = list(_sessions(_node_rows((Event.id > after) & (Event.id <= through))))
+    if not new:  # heartbeats, clicks ...: no head changes, no visit row to read
+        return
     stored = _stored(after, through)
     heads = []
-    for key, nodes in _sessions(_node_rows((Event.id > after) & (Event.id <= through))):
+    for key, nodes in new:
         head, end_at, weight, started_at, ended_at = stored[key]
         if head is None and started_at >= nodes[0][1]:  # its first events: a new head
             heads.append((*key, *_head(nodes)))
